@@ -1,0 +1,98 @@
+// Errors are values. Every rejection of a file carries a stable code, the byte offset it concerns,
+// the key or tensor it concerns (when there is one) and a sentence for humans.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace ggufkit {
+
+// Stable codes: their names (error_code_name) are part of the CLI's JSON output and never change.
+enum class ErrorCode : uint16_t {
+  io_error = 1,            // the file could not be opened, mapped, read or written
+  truncated,               // a record runs past the end of the file
+  bad_magic,               // the file does not start with "GGUF"
+  unsupported_version,     // version 0, 1 or newer than 3
+  big_endian,              // a big-endian GGUF file (recognised, not read yet)
+  bad_count,               // tensor or key/value count negative or larger than the file can hold
+  string_too_long,         // a string longer than the 1 GiB cap
+  array_too_long,          // an array with more than 2^30 elements
+  array_too_deep,          // arrays of arrays nested deeper than the limit
+  bad_value_type,          // a metadata value type id outside 0..12
+  empty_key,               // a metadata key of length 0
+  duplicate_key,           // the same metadata key twice
+  bad_alignment,           // general.alignment not a uint32 power of two
+  tensor_name_too_long,    // a tensor name of 64 bytes or more (llama.cpp's GGML_MAX_NAME)
+  duplicate_tensor,        // the same tensor name twice
+  bad_dimension_count,     // more than 4 dimensions
+  bad_shape,               // a negative dimension
+  shape_overflow,          // element count or byte size not representable
+  unknown_tensor_type,     // a tensor type id ggml never defined
+  removed_tensor_type,     // a tensor type id ggml once defined and removed
+  block_size_mismatch,     // the first dimension is not a multiple of the type's block size
+  bad_tensor_offset,       // an offset not aligned, out of order, overlapping or leaving a gap
+  data_out_of_bounds,      // tensor data past the end of the file
+  invalid_argument,        // a caller passed something the API cannot accept (writer, lookups)
+};
+
+std::string_view error_code_name(ErrorCode code);
+
+struct Error {
+  ErrorCode code = ErrorCode::io_error;
+  uint64_t offset = 0;      // byte offset in the file the problem was found at
+  std::string subject;      // the key or tensor concerned, empty when none
+  std::string message;      // one sentence, no trailing period needed
+
+  // "offset 1234: key 'general.alignment': alignment 3 is not a power of two"
+  std::string describe() const;
+};
+
+// A value or an Error. Minimal stand-in for C++23 std::expected.
+template <class T>
+class [[nodiscard]] Expected {
+ public:
+  Expected(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Expected(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+
+  explicit operator bool() const { return state_.index() == 0; }
+  bool has_value() const { return state_.index() == 0; }
+
+  T& value() & { return std::get<0>(state_); }
+  const T& value() const& { return std::get<0>(state_); }
+  T&& value() && { return std::get<0>(std::move(state_)); }
+  T* operator->() { return &std::get<0>(state_); }
+  const T* operator->() const { return &std::get<0>(state_); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+  const Error& error() const& { return std::get<1>(state_); }
+  Error&& error() && { return std::get<1>(std::move(state_)); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+template <>
+class [[nodiscard]] Expected<void> {
+ public:
+  Expected() = default;
+  Expected(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT
+
+  explicit operator bool() const { return ok_; }
+  bool has_value() const { return ok_; }
+  const Error& error() const& { return error_; }
+  Error&& error() && { return std::move(error_); }
+
+ private:
+  Error error_;
+  bool ok_ = true;
+};
+
+inline Error make_error(ErrorCode code, uint64_t offset, std::string subject, std::string message) {
+  return Error{code, offset, std::move(subject), std::move(message)};
+}
+
+}  // namespace ggufkit

@@ -1,0 +1,31 @@
+// A read-only memory mapping of a whole file. Move-only.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+
+#include "ggufkit/error.h"
+
+namespace ggufkit {
+
+class MappedFile {
+ public:
+  static Expected<MappedFile> open(const std::filesystem::path& path);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  size_t size() const { return size_; }
+
+ private:
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace ggufkit

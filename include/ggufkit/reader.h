@@ -1,0 +1,110 @@
+// Reading GGUF files: zero-copy and validated.
+//
+// GgufFile::open maps the file and checks every record once (every check llama.cpp's gguf.cpp
+// makes, and the ones it misses). After that, keys, strings, arrays and tensor data are views
+// into the mapping, decoded only when asked for. Opening a 262k-token vocabulary allocates one
+// record per key, not one per token.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ggufkit/error.h"
+#include "ggufkit/mapped_file.h"
+#include "ggufkit/tensor_types.h"
+#include "ggufkit/value.h"
+
+namespace ggufkit {
+
+inline constexpr char kGgufMagic[4] = {'G', 'G', 'U', 'F'};
+inline constexpr uint32_t kGgufVersionLatest = 3;
+inline constexpr uint32_t kDefaultAlignment = 32;
+inline constexpr uint64_t kMaxStringLength = uint64_t{1} << 30;  // llama.cpp's GGUF_MAX_STRING_LENGTH
+inline constexpr uint64_t kMaxArrayElements = uint64_t{1} << 30; // llama.cpp's GGUF_MAX_ARRAY_ELEMENTS
+inline constexpr size_t kMaxTensorNameBytes = 63;                // GGML_MAX_NAME - 1
+inline constexpr uint32_t kMaxDimensions = 4;                    // GGML_MAX_DIMS
+
+struct OpenOptions {
+  // Arrays of arrays deeper than this are rejected (llama.cpp accepts none; gguf-py writes them).
+  uint32_t max_array_depth = 8;
+};
+
+struct KeyValue {
+  std::string_view key;
+  ValueView value;
+  uint64_t offset = 0;   // file offset of the record (its key length field)
+};
+
+struct TensorInfo {
+  std::string_view name;
+  TensorType type = TensorType::F32;
+  uint32_t n_dims = 0;                       // as stored; ne[i] == 1 for i >= n_dims
+  std::array<int64_t, kMaxDimensions> ne{1, 1, 1, 1};
+  uint64_t offset = 0;                       // relative to the data section
+  uint64_t size = 0;                         // bytes, without padding
+  uint64_t info_offset = 0;                  // file offset of this tensor's info record
+
+  std::span<const int64_t> shape() const { return {ne.data(), n_dims}; }
+  int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+};
+
+class GgufFile {
+ public:
+  // Maps and validates a file.
+  static Expected<GgufFile> open(const std::filesystem::path& path, const OpenOptions& options = {});
+  // Validates bytes already in memory. The bytes must outlive the GgufFile and every view from it.
+  static Expected<GgufFile> parse(std::span<const std::byte> bytes, const OpenOptions& options = {});
+
+  GgufFile(GgufFile&&) noexcept = default;
+  GgufFile& operator=(GgufFile&&) noexcept = default;
+
+  uint32_t version() const { return version_; }
+  uint32_t alignment() const { return alignment_; }
+  // Where the tensor data section starts: the end of the tensor infos, padded to the alignment
+  // when there is at least one tensor (as llama.cpp does).
+  uint64_t data_offset() const { return data_offset_; }
+  // Where the tensor infos end, before padding.
+  uint64_t header_size() const { return header_size_; }
+  uint64_t file_size() const { return bytes_.size(); }
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+  // Metadata in file order.
+  std::span<const KeyValue> metadata() const { return kvs_; }
+  const KeyValue* find(std::string_view key) const;
+  std::optional<ValueView> get(std::string_view key) const {
+    const KeyValue* kv = find(key);
+    return kv ? std::optional<ValueView>(kv->value) : std::nullopt;
+  }
+
+  // Tensors in file order.
+  std::span<const TensorInfo> tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(std::string_view name) const;
+  // The tensor's bytes at their aligned place in the mapping.
+  std::span<const std::byte> tensor_data(const TensorInfo& tensor) const {
+    return bytes_.subspan(data_offset_ + tensor.offset, tensor.size);
+  }
+  // Sum of the tensors' sizes (without padding).
+  uint64_t tensor_bytes() const;
+
+ private:
+  friend class Parser;
+  GgufFile() = default;
+
+  std::unique_ptr<MappedFile> mapping_;  // null when parsing caller-owned bytes
+  std::span<const std::byte> bytes_;
+  uint32_t version_ = 0;
+  uint32_t alignment_ = kDefaultAlignment;
+  uint64_t header_size_ = 0;
+  uint64_t data_offset_ = 0;
+  std::vector<KeyValue> kvs_;
+  std::vector<size_t> kv_by_key_;            // indices of kvs_ sorted by key, for find()
+  std::vector<TensorInfo> tensors_;
+  std::vector<size_t> tensor_by_name_;       // indices of tensors_ sorted by name
+};
+
+}  // namespace ggufkit

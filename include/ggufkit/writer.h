@@ -1,0 +1,103 @@
+// Writing GGUF files: metadata plus tensors whose bytes come from memory or from a callback,
+// streamed in bounded memory, written to a temporary file and renamed into place.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ggufkit/error.h"
+#include "ggufkit/reader.h"
+#include "ggufkit/sink.h"
+#include "ggufkit/tensor_types.h"
+#include "ggufkit/value.h"
+
+namespace ggufkit {
+
+// Fills `out` with the tensor's bytes starting at byte `offset` of the tensor. Called in order,
+// with chunks of at most WriteOptions::chunk_bytes, so a producer can quantize or read lazily.
+using TensorProducer = std::function<Expected<void>(uint64_t offset, std::span<std::byte> out)>;
+
+struct WriteOptions {
+  // llama.cpp pads the end of the tensor infos to the alignment even when there are no tensors;
+  // some gguf-py files without tensors are not padded. Round trips copy the source's choice.
+  bool pad_header_without_tensors = true;
+  // Size of the buffer a TensorProducer fills; bounds the writer's memory.
+  size_t chunk_bytes = size_t{4} << 20;
+  // fsync the file (and its directory) before the rename.
+  bool sync = true;
+};
+
+class GgufBuilder {
+ public:
+  GgufBuilder() = default;
+  // Everything from a file: version, metadata (byte-exact copies), tensors (views of its data),
+  // and its header padding choice. The file must outlive the builder.
+  static GgufBuilder from_file(const GgufFile& file);
+
+  void set_version(uint32_t version) { version_ = version; }
+  uint32_t version() const { return version_; }
+
+  // Adds a key at the end, or replaces the value of an existing key in place.
+  // Setting general.alignment checks that it is a uint32 power of two.
+  Expected<void> set(std::string_view key, MetadataValue value);
+  bool remove(std::string_view key);
+  const MetadataValue* find(std::string_view key) const;
+  // The alignment general.alignment gives, or 32.
+  uint32_t alignment() const;
+  Expected<void> set_alignment(uint32_t alignment) { return set("general.alignment", MetadataValue::of(alignment)); }
+
+  // Tensors are written in the order they are added. The shape is in ggml order (ne0 first).
+  Expected<void> add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
+                            std::span<const std::byte> data);
+  Expected<void> add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
+                            TensorProducer producer);
+
+  size_t tensor_count() const { return tensors_.size(); }
+  size_t metadata_count() const { return kvs_.size(); }
+
+  // Size of everything before the data section, padding included.
+  uint64_t header_bytes(const WriteOptions& options = {}) const;
+  // Size of the whole file this builder writes.
+  uint64_t file_bytes(const WriteOptions& options = {}) const;
+
+  Expected<void> write(ByteSink& sink, const WriteOptions& options = {}) const;
+  // Writes to a temporary file next to `path`, flushes it, then renames it over `path`:
+  // `path` is either untouched or complete, never half written.
+  Expected<void> write_file(const std::filesystem::path& path, const WriteOptions& options = {}) const;
+
+  // Where the builder's padding choice must come from when copying a file.
+  WriteOptions suggested_options() const { return suggested_; }
+
+ private:
+  struct Entry {
+    std::string key;
+    MetadataValue value;
+  };
+  struct Tensor {
+    std::string name;
+    TensorType type;
+    uint32_t n_dims;
+    std::array<int64_t, kMaxDimensions> ne;
+    uint64_t size;
+    std::span<const std::byte> bytes;   // used when producer is empty
+    TensorProducer producer;
+  };
+  Expected<void> add_tensor_impl(std::string_view name, TensorType type, std::span<const int64_t> shape,
+                                 std::span<const std::byte> data, TensorProducer producer);
+  void encode_header(std::vector<std::byte>& out, const WriteOptions& options) const;
+
+  uint32_t version_ = kGgufVersionLatest;
+  std::vector<Entry> kvs_;
+  std::vector<Tensor> tensors_;
+  WriteOptions suggested_;
+};
+
+// Writes `file` back out unchanged (the same bytes for any file llama.cpp accepts).
+Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path);
+
+}  // namespace ggufkit

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs the test oracle: llama.cpp's ggml/gguf shared libraries as shipped in the npm package
+# node-llama-cpp (exact version pinned below) into $ROOT/.oracle. Idempotent: does nothing when
+# the library is already there.
+#
+# Environment:
+#   GGUFKIT_ORACLE_LIB_DIR  directory holding libggml-base.so. When set, nothing is installed;
+#                           the script only checks that the library is there.
+#
+# Only the CPU prebuilt package for linux-x64 is installed: a plain `npm install node-llama-cpp`
+# also pulls the optional CUDA and Vulkan prebuilts (about 620 MB more), which the oracle does not need.
+set -euo pipefail
+
+readonly NLC_VERSION="3.21.1"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly ROOT
+readonly ORACLE_DIR="$ROOT/.oracle"
+readonly DEFAULT_LIB_DIR="$ORACLE_DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+
+die() {
+  echo "install-oracle: error: $*" >&2
+  exit 1
+}
+
+if [[ -n "${GGUFKIT_ORACLE_LIB_DIR:-}" ]]; then
+  [[ -f "$GGUFKIT_ORACLE_LIB_DIR/libggml-base.so" ]] ||
+    die "GGUFKIT_ORACLE_LIB_DIR is set to '$GGUFKIT_ORACLE_LIB_DIR' but it has no libggml-base.so"
+  echo "install-oracle: using $GGUFKIT_ORACLE_LIB_DIR/libggml-base.so (GGUFKIT_ORACLE_LIB_DIR)" >&2
+  exit 0
+fi
+
+readonly LIB="$DEFAULT_LIB_DIR/libggml-base.so"
+if [[ -f "$LIB" ]]; then
+  echo "install-oracle: oracle already installed: $LIB" >&2
+  exit 0
+fi
+
+[[ "$(uname -s)" == Linux && "$(uname -m)" == x86_64 ]] ||
+  die "the oracle prebuilt exists here only for linux x86_64 (this is $(uname -s) $(uname -m))"
+command -v npm >/dev/null 2>&1 || die "npm not found; install Node.js >= 20 and npm"
+
+echo "install-oracle: installing node-llama-cpp@$NLC_VERSION (CPU build for linux-x64) into $ORACLE_DIR" >&2
+mkdir -p "$ORACLE_DIR"
+# A package.json of our own keeps npm from walking up to the project root looking for one.
+if [[ ! -f "$ORACLE_DIR/package.json" ]]; then
+  printf '{\n  "name": "ggufkit-oracle",\n  "private": true\n}\n' >"$ORACLE_DIR/package.json"
+fi
+
+log="$ORACLE_DIR/npm-install.log"
+if ! npm install --prefix "$ORACLE_DIR" \
+      --ignore-scripts --no-audit --no-fund --omit=optional --save-exact \
+      "node-llama-cpp@$NLC_VERSION" "@node-llama-cpp/linux-x64@$NLC_VERSION" >"$log" 2>&1; then
+  tail -n 20 "$log" >&2 || true
+  die "npm install failed (full log: $log)"
+fi
+
+[[ -f "$LIB" ]] || die "npm install succeeded but $LIB is missing (log: $log)"
+exit 0

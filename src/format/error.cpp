@@ -1,0 +1,44 @@
+#include "ggufkit/error.h"
+
+#include <fmt/format.h>
+
+namespace ggufkit {
+
+std::string_view error_code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::io_error: return "io_error";
+    case ErrorCode::truncated: return "truncated";
+    case ErrorCode::bad_magic: return "bad_magic";
+    case ErrorCode::unsupported_version: return "unsupported_version";
+    case ErrorCode::big_endian: return "big_endian";
+    case ErrorCode::bad_count: return "bad_count";
+    case ErrorCode::string_too_long: return "string_too_long";
+    case ErrorCode::array_too_long: return "array_too_long";
+    case ErrorCode::array_too_deep: return "array_too_deep";
+    case ErrorCode::bad_value_type: return "bad_value_type";
+    case ErrorCode::empty_key: return "empty_key";
+    case ErrorCode::duplicate_key: return "duplicate_key";
+    case ErrorCode::bad_alignment: return "bad_alignment";
+    case ErrorCode::tensor_name_too_long: return "tensor_name_too_long";
+    case ErrorCode::duplicate_tensor: return "duplicate_tensor";
+    case ErrorCode::bad_dimension_count: return "bad_dimension_count";
+    case ErrorCode::bad_shape: return "bad_shape";
+    case ErrorCode::shape_overflow: return "shape_overflow";
+    case ErrorCode::unknown_tensor_type: return "unknown_tensor_type";
+    case ErrorCode::removed_tensor_type: return "removed_tensor_type";
+    case ErrorCode::block_size_mismatch: return "block_size_mismatch";
+    case ErrorCode::bad_tensor_offset: return "bad_tensor_offset";
+    case ErrorCode::data_out_of_bounds: return "data_out_of_bounds";
+    case ErrorCode::invalid_argument: return "invalid_argument";
+  }
+  return "unknown_error";
+}
+
+std::string Error::describe() const {
+  std::string out = fmt::format("offset {}: ", offset);
+  if (!subject.empty()) out += fmt::format("'{}': ", subject);
+  out += message;
+  return out;
+}
+
+}  // namespace ggufkit

@@ -1,0 +1,177 @@
+#include "ggufkit/json.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace ggufkit {
+namespace json {
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not valid UTF-8
+// (overlong forms, surrogates and code points past U+10FFFF are invalid).
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  const size_t left = s.size() - i;
+  const auto cont = [&](size_t k) { return (b(k) & 0xC0) == 0x80; };
+  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(i + 1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (left < 3 || !cont(i + 1) || !cont(i + 2)) return 0;
+    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;  // overlong
+    if (c == 0xED && b(i + 1) > 0x9F) return 0;  // surrogates
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (left < 4 || !cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
+    if (c == 0xF0 && b(i + 1) < 0x90) return 0;  // overlong
+    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;  // past U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool append_string(std::string& out, std::string_view s) {
+  bool valid = true;
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      // Copy a run of plain ASCII at once.
+      size_t j = i + 1;
+      while (j < s.size()) {
+        const auto d = static_cast<unsigned char>(s[j]);
+        if (d < 0x20 || d >= 0x80 || d == '"' || d == '\\') break;
+        ++j;
+      }
+      out.append(s.data() + i, j - i);
+      i = j;
+      continue;
+    }
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default: out += fmt::format("\\u{:04x}", c);
+      }
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      valid = false;
+      ++i;
+    } else {
+      out.append(s.data() + i, n);
+      i += n;
+    }
+  }
+  out += '"';
+  return valid;
+}
+
+template <class F>
+static void append_floating(std::string& out, F v) {
+  if (std::isnan(v)) {
+    out += "\"nan\"";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "\"inf\"" : "\"-inf\"";
+  } else {
+    fmt::format_to(std::back_inserter(out), "{}", v);  // shortest text that reads back exactly
+  }
+}
+
+void append_float(std::string& out, float v) { append_floating(out, v); }
+void append_double(std::string& out, double v) { append_floating(out, v); }
+
+bool append_value(std::string& out, const ValueView& value) {
+  auto it = std::back_inserter(out);
+  switch (value.type()) {
+    case ValueType::UInt8: fmt::format_to(it, "{}", *value.get<uint8_t>()); return true;
+    case ValueType::Int8: fmt::format_to(it, "{}", *value.get<int8_t>()); return true;
+    case ValueType::UInt16: fmt::format_to(it, "{}", *value.get<uint16_t>()); return true;
+    case ValueType::Int16: fmt::format_to(it, "{}", *value.get<int16_t>()); return true;
+    case ValueType::UInt32: fmt::format_to(it, "{}", *value.get<uint32_t>()); return true;
+    case ValueType::Int32: fmt::format_to(it, "{}", *value.get<int32_t>()); return true;
+    case ValueType::UInt64: fmt::format_to(it, "{}", *value.get<uint64_t>()); return true;
+    case ValueType::Int64: fmt::format_to(it, "{}", *value.get<int64_t>()); return true;
+    case ValueType::Float32: append_float(out, *value.get<float>()); return true;
+    case ValueType::Float64: append_double(out, *value.get<double>()); return true;
+    case ValueType::Bool: out += *value.get<bool>() ? "true" : "false"; return true;
+    case ValueType::String: return append_string(out, value.as_string().value_or(""));
+    case ValueType::Array: {
+      bool valid = true;
+      out += '[';
+      bool first = true;
+      const auto arr = value.as_array();
+      if (arr && arr->element_type() == ValueType::String) {
+        for (std::string_view s : arr->strings()) {
+          if (!first) out += ',';
+          first = false;
+          valid &= append_string(out, s);
+        }
+      } else if (arr) {
+        for (const ValueView e : arr->values()) {
+          if (!first) out += ',';
+          first = false;
+          valid &= append_value(out, e);
+        }
+      }
+      out += ']';
+      return valid;
+    }
+  }
+  return true;
+}
+
+}  // namespace json
+
+void append_dump_json(std::string& out, const GgufFile& file, const JsonDumpOptions& options) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "{{\"version\":{},\"alignment\":{},\"data_offset\":{},\"file_size\":{}", file.version(),
+                 file.alignment(), file.data_offset(), file.file_size());
+  if (options.metadata) {
+    out += ",\"metadata\":[";
+    bool first = true;
+    for (const KeyValue& kv : file.metadata()) {
+      if (!first) out += ',';
+      first = false;
+      out += "{\"key\":";
+      bool valid = json::append_string(out, kv.key);
+      fmt::format_to(it, ",\"type\":\"{}\"", value_type_name(kv.value.type()));
+      if (const auto arr = kv.value.as_array()) {
+        fmt::format_to(it, ",\"array_type\":\"{}\",\"count\":{}", value_type_name(arr->element_type()), arr->size());
+      }
+      out += ",\"value\":";
+      valid &= json::append_value(out, kv.value);
+      if (!valid) out += ",\"lossy\":true";
+      out += '}';
+    }
+    out += ']';
+  }
+  if (options.tensors) {
+    out += ",\"tensors\":[";
+    bool first = true;
+    for (const TensorInfo& t : file.tensors()) {
+      if (!first) out += ',';
+      first = false;
+      out += "{\"name\":";
+      json::append_string(out, t.name);
+      fmt::format_to(it, ",\"type\":\"{}\",\"shape\":[{}],\"offset\":{},\"size\":{}}}", type_name(t.type),
+                     fmt::join(t.shape(), ","), t.offset, t.size);
+    }
+    out += ']';
+  }
+  out += "}\n";
+}
+
+}  // namespace ggufkit

@@ -1,0 +1,440 @@
+// The GGUF parser. One pass over the header validates every record; afterwards the views
+// handed out by GgufFile never need to check anything again.
+
+#include "ggufkit/reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "format/checked_math.h"
+
+namespace ggufkit {
+
+namespace {
+
+constexpr uint64_t kHeaderBytes = 24;          // magic, version, tensor count, kv count
+constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;   // key length, 1-byte key, type, uint8 value
+constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
+constexpr uint64_t kArrayHeaderBytes = 12;
+
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    out += std::isprint(u) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+  }
+  return out;
+}
+
+}  // namespace
+
+class Parser {
+ public:
+  Parser(std::span<const std::byte> bytes, const OpenOptions& options)
+      : base_(bytes.data()), size_(bytes.size()), options_(options) {}
+
+  Expected<void> run(GgufFile& f) {
+    f.bytes_ = std::span<const std::byte>(base_, static_cast<size_t>(size_));
+    if (auto r = parse_header(f); !r) return r;
+    if (auto r = parse_metadata(f); !r) return r;
+    if (auto r = resolve_alignment(f); !r) return r;
+    if (auto r = parse_tensor_infos(f); !r) return r;
+    return place_tensor_data(f);
+  }
+
+ private:
+  uint64_t remaining() const { return size_ - pos_; }
+
+  Error truncated(uint64_t at, uint64_t need, std::string_view what, std::string subject = {}) const {
+    return make_error(ErrorCode::truncated, at, std::move(subject),
+                      fmt::format("{} needs {} bytes but the file ends after {} (file size {})", what, need,
+                                  size_ - std::min(at, size_), size_));
+  }
+
+  template <class T>
+  T take() {  // caller has checked that sizeof(T) bytes remain
+    T v = detail::load<T>(base_ + pos_);
+    pos_ += sizeof(T);
+    return v;
+  }
+
+  template <class T>
+  Expected<T> read(std::string_view what, const std::string& subject = {}) {
+    if (remaining() < sizeof(T)) return truncated(pos_, sizeof(T), what, subject);
+    return take<T>();
+  }
+
+  // A length-prefixed string; returns a view into the file.
+  Expected<std::string_view> read_string(std::string_view what, const std::string& subject = {}) {
+    const uint64_t at = pos_;
+    auto len = read<uint64_t>(what, subject);
+    if (!len) return std::move(len).error();
+    if (*len > kMaxStringLength) {
+      return make_error(ErrorCode::string_too_long, at, subject,
+                        fmt::format("{} claims {} bytes, more than the {} byte limit", what, *len, kMaxStringLength));
+    }
+    if (*len > remaining()) return truncated(at + 8, *len, what, subject);
+    std::string_view s(reinterpret_cast<const char*>(base_ + pos_), static_cast<size_t>(*len));
+    pos_ += *len;
+    return s;
+  }
+
+  Expected<void> parse_header(GgufFile& f) {
+    if (size_ < 4) return truncated(0, 4, "the GGUF magic");
+    const std::string_view magic(reinterpret_cast<const char*>(base_), 4);
+    if (magic != std::string_view(kGgufMagic, 4)) {
+      return make_error(ErrorCode::bad_magic, 0, {},
+                        fmt::format("not a GGUF file: starts with '{}', expected 'GGUF'", printable(magic)));
+    }
+    pos_ = 4;
+    auto version = read<uint32_t>("the version");
+    if (!version) return std::move(version).error();
+    const uint32_t v = *version;
+    if (v == 0) return make_error(ErrorCode::unsupported_version, 4, {}, "GGUF version 0 does not exist");
+    if ((v & 0xFFFFu) == 0) {
+      const uint32_t swapped = __builtin_bswap32(v);
+      if (swapped >= 1 && swapped <= kGgufVersionLatest) {
+        return make_error(ErrorCode::big_endian, 4, {},
+                          fmt::format("big-endian GGUF v{} file; reading big-endian files is not supported yet "
+                                      "(convert it to little-endian)", swapped));
+      }
+      return make_error(ErrorCode::unsupported_version, 4, {},
+                        fmt::format("version {:#x} is not a GGUF version (byte-swapped or corrupt)", v));
+    }
+    if (v == 1) {
+      return make_error(ErrorCode::unsupported_version, 4, {},
+                        "GGUF v1 is no longer supported (llama.cpp refuses it too); re-convert the model");
+    }
+    if (v > kGgufVersionLatest) {
+      return make_error(ErrorCode::unsupported_version, 4, {},
+                        fmt::format("GGUF version {} is newer than the latest known version {}", v,
+                                    kGgufVersionLatest));
+    }
+    f.version_ = v;
+    if (size_ < kHeaderBytes) return truncated(8, 16, "the tensor and key/value counts");
+    const auto n_tensors = take<int64_t>();
+    const auto n_kv = take<int64_t>();
+    if (n_tensors < 0 || static_cast<uint64_t>(n_tensors) > remaining() / kMinTensorInfoBytes) {
+      return make_error(ErrorCode::bad_count, 8, {},
+                        fmt::format("tensor count {} is impossible: only {} bytes follow the header", n_tensors,
+                                    remaining()));
+    }
+    if (n_kv < 0 || static_cast<uint64_t>(n_kv) > remaining() / kMinKvBytes) {
+      return make_error(ErrorCode::bad_count, 16, {},
+                        fmt::format("key/value count {} is impossible: only {} bytes follow the header", n_kv,
+                                    remaining()));
+    }
+    n_tensors_ = static_cast<uint64_t>(n_tensors);
+    n_kv_ = static_cast<uint64_t>(n_kv);
+    return {};
+  }
+
+  // Validates the value at pos_ and moves past it.
+  Expected<void> skip_value(ValueType type, uint32_t depth, const std::string& key) {
+    const uint64_t at = pos_;
+    if (is_fixed_size(type)) {
+      const uint64_t n = value_type_size(type);
+      if (remaining() < n) return truncated(at, n, fmt::format("a {} value", value_type_name(type)), key);
+      pos_ += n;
+      return {};
+    }
+    if (type == ValueType::String) {
+      auto s = read_string("a string value", key);
+      if (!s) return std::move(s).error();
+      return {};
+    }
+    // Array: element type, count, elements.
+    if (remaining() < kArrayHeaderBytes) return truncated(at, kArrayHeaderBytes, "an array header", key);
+    const uint32_t elem_id = take<uint32_t>();
+    const uint64_t count = take<uint64_t>();
+    if (elem_id >= kValueTypeIdLimit) {
+      return make_error(ErrorCode::bad_value_type, at, key,
+                        fmt::format("array element type {} is not a GGUF value type (0..12)", elem_id));
+    }
+    const auto elem = static_cast<ValueType>(elem_id);
+    if (count > kMaxArrayElements) {
+      return make_error(ErrorCode::array_too_long, at + 4, key,
+                        fmt::format("array claims {} elements, more than the limit of {}", count, kMaxArrayElements));
+    }
+    if (is_fixed_size(elem)) {
+      const auto bytes = checked::mul(count, value_type_size(elem));  // count <= 2^30: cannot overflow
+      if (!bytes || *bytes > remaining()) {
+        return truncated(at + kArrayHeaderBytes, bytes.value_or(std::numeric_limits<uint64_t>::max()),
+                         fmt::format("an array of {} {} values", count, value_type_name(elem)), key);
+      }
+      pos_ += *bytes;
+      return {};
+    }
+    if (elem == ValueType::String) {
+      // Each string needs at least its 8-byte length: reject impossible counts before the loop.
+      if (count > remaining() / 8) {
+        return truncated(pos_, count * 8, fmt::format("an array of {} strings", count), key);
+      }
+      for (uint64_t i = 0; i < count; ++i) {
+        if (remaining() < 8) return truncated(pos_, 8, fmt::format("string {} of the array", i), key);
+        const uint64_t len = detail::load_u64(base_ + pos_);
+        if (len > kMaxStringLength) {
+          return make_error(ErrorCode::string_too_long, pos_, key,
+                            fmt::format("string {} of the array claims {} bytes, more than the {} byte limit", i,
+                                        len, kMaxStringLength));
+        }
+        if (len > remaining() - 8) {
+          return truncated(pos_ + 8, len, fmt::format("string {} of the array", i), key);
+        }
+        pos_ += 8 + len;
+      }
+      return {};
+    }
+    // Arrays of arrays.
+    if (depth + 1 >= options_.max_array_depth) {
+      return make_error(ErrorCode::array_too_deep, at, key,
+                        fmt::format("arrays nested more than {} deep", options_.max_array_depth));
+    }
+    if (count > remaining() / kArrayHeaderBytes) {
+      return truncated(pos_, count * kArrayHeaderBytes, fmt::format("an array of {} arrays", count), key);
+    }
+    for (uint64_t i = 0; i < count; ++i) {
+      if (auto r = skip_value(ValueType::Array, depth + 1, key); !r) return r;
+    }
+    return {};
+  }
+
+  Expected<void> parse_metadata(GgufFile& f) {
+    f.kvs_.reserve(static_cast<size_t>(n_kv_));  // bounded by the file size (checked in the header)
+    for (uint64_t i = 0; i < n_kv_; ++i) {
+      const uint64_t at = pos_;
+      auto key = read_string(fmt::format("the key of key/value pair {}", i));
+      if (!key) return std::move(key).error();
+      if (key->empty()) {
+        return make_error(ErrorCode::empty_key, at, {}, fmt::format("key/value pair {} has an empty key", i));
+      }
+      const std::string key_name(*key);
+      const uint64_t type_at = pos_;
+      auto type_id = read<uint32_t>("the value type", key_name);
+      if (!type_id) return std::move(type_id).error();
+      if (*type_id >= kValueTypeIdLimit) {
+        return make_error(ErrorCode::bad_value_type, type_at, key_name,
+                          fmt::format("value type {} is not a GGUF value type (0..12)", *type_id));
+      }
+      const auto type = static_cast<ValueType>(*type_id);
+      const uint64_t value_at = pos_;
+      if (auto r = skip_value(type, 0, key_name); !r) return r;
+      f.kvs_.push_back(KeyValue{
+          *key, ValueView(type, std::span<const std::byte>(base_ + value_at, static_cast<size_t>(pos_ - value_at))),
+          at});
+    }
+    f.kv_by_key_.resize(f.kvs_.size());
+    std::iota(f.kv_by_key_.begin(), f.kv_by_key_.end(), size_t{0});
+    std::stable_sort(f.kv_by_key_.begin(), f.kv_by_key_.end(),
+                     [&](size_t a, size_t b) { return f.kvs_[a].key < f.kvs_[b].key; });
+    if (auto dup = first_duplicate(f.kv_by_key_, [&](size_t i) { return f.kvs_[i].key; })) {
+      const KeyValue& kv = f.kvs_[*dup];
+      return make_error(ErrorCode::duplicate_key, kv.offset, std::string(kv.key),
+                        fmt::format("key/value pair {} repeats an earlier key", *dup));
+    }
+    return {};
+  }
+
+  // The earliest (in file order) entry whose name an earlier entry already has. `sorted` is
+  // stably sorted by name, so within a run of equal names the first is the original.
+  template <class NameOf>
+  static std::optional<size_t> first_duplicate(const std::vector<size_t>& sorted, NameOf name_of) {
+    std::optional<size_t> found;
+    for (size_t i = 1; i < sorted.size(); ++i) {
+      if (name_of(sorted[i]) == name_of(sorted[i - 1]) && (!found || sorted[i] < *found)) found = sorted[i];
+    }
+    return found;
+  }
+
+  Expected<void> resolve_alignment(GgufFile& f) {
+    const KeyValue* kv = f.find("general.alignment");
+    if (kv == nullptr) return {};
+    if (kv->value.type() != ValueType::UInt32) {
+      return make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
+                        fmt::format("general.alignment must be a uint32, not {}", value_type_name(kv->value.type())));
+    }
+    const uint32_t a = *kv->value.get<uint32_t>();
+    if (!checked::is_power_of_two(a)) {
+      return make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
+                        fmt::format("alignment {} is not a power of two", a));
+    }
+    f.alignment_ = a;
+    return {};
+  }
+
+  Expected<void> parse_tensor_infos(GgufFile& f) {
+    f.tensors_.reserve(static_cast<size_t>(n_tensors_));  // bounded by the file size
+    for (uint64_t i = 0; i < n_tensors_; ++i) {
+      TensorInfo t;
+      t.info_offset = pos_;
+      auto name = read_string(fmt::format("the name of tensor {}", i));
+      if (!name) return std::move(name).error();
+      t.name = *name;
+      const std::string subject(*name);
+      if (name->size() > kMaxTensorNameBytes) {
+        return make_error(ErrorCode::tensor_name_too_long, t.info_offset, subject,
+                          fmt::format("tensor name is {} bytes; llama.cpp allows at most {}", name->size(),
+                                      kMaxTensorNameBytes));
+      }
+      const uint64_t dims_at = pos_;
+      auto n_dims = read<uint32_t>("the dimension count", subject);
+      if (!n_dims) return std::move(n_dims).error();
+      if (*n_dims > kMaxDimensions) {
+        return make_error(ErrorCode::bad_dimension_count, dims_at, subject,
+                          fmt::format("{} dimensions; at most {} are allowed", *n_dims, kMaxDimensions));
+      }
+      t.n_dims = *n_dims;
+      for (uint32_t d = 0; d < t.n_dims; ++d) {
+        const uint64_t ne_at = pos_;
+        auto ne = read<int64_t>("a dimension", subject);
+        if (!ne) return std::move(ne).error();
+        if (*ne < 0) {
+          return make_error(ErrorCode::bad_shape, ne_at, subject, fmt::format("dimension {} is negative ({})", d, *ne));
+        }
+        t.ne[d] = *ne;
+      }
+      if (auto r = check_shape(t, dims_at, subject); !r) return r;
+      const uint64_t type_at = pos_;
+      auto type_id = read<int32_t>("the tensor type", subject);
+      if (!type_id) return std::move(type_id).error();
+      const TypeTraits* traits = *type_id >= 0 ? find_type_traits(static_cast<uint32_t>(*type_id)) : nullptr;
+      if (traits == nullptr) {
+        return make_error(ErrorCode::unknown_tensor_type, type_at, subject,
+                          fmt::format("tensor type id {} is unknown (ggml defines 0..{})", *type_id,
+                                      kTensorTypeIdLimit - 1));
+      }
+      if (traits->status == TypeStatus::removed) {
+        return make_error(ErrorCode::removed_tensor_type, type_at, subject,
+                          fmt::format("tensor type id {} ({}) is no longer supported: {}", *type_id, traits->name,
+                                      traits->note));
+      }
+      t.type = traits->type();
+      if (t.ne[0] % traits->block_size != 0) {
+        return make_error(ErrorCode::block_size_mismatch, dims_at, subject,
+                          fmt::format("first dimension {} is not a multiple of {}'s block size {}", t.ne[0],
+                                      traits->name, traits->block_size));
+      }
+      const auto blocks = static_cast<uint64_t>(t.n_elements()) / traits->block_size;
+      const auto bytes = checked::mul(blocks, traits->block_bytes);
+      if (!bytes || *bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return make_error(ErrorCode::shape_overflow, dims_at, subject, "the tensor's size in bytes overflows");
+      }
+      t.size = *bytes;
+      auto offset = read<uint64_t>("the data offset", subject);
+      if (!offset) return std::move(offset).error();
+      t.offset = *offset;
+      f.tensors_.push_back(t);
+    }
+    f.tensor_by_name_.resize(f.tensors_.size());
+    std::iota(f.tensor_by_name_.begin(), f.tensor_by_name_.end(), size_t{0});
+    std::stable_sort(f.tensor_by_name_.begin(), f.tensor_by_name_.end(),
+                     [&](size_t a, size_t b) { return f.tensors_[a].name < f.tensors_[b].name; });
+    if (auto dup = first_duplicate(f.tensor_by_name_, [&](size_t i) { return f.tensors_[i].name; })) {
+      const TensorInfo& t = f.tensors_[*dup];
+      return make_error(ErrorCode::duplicate_tensor, t.info_offset, std::string(t.name),
+                        fmt::format("tensor {} repeats an earlier tensor's name", *dup));
+    }
+    f.header_size_ = pos_;
+    return {};
+  }
+
+  // The element count must be representable: the same test as llama.cpp, which also keeps
+  // zero-sized dimensions from being used as divisors.
+  static Expected<void> check_shape(const TensorInfo& t, uint64_t at, const std::string& subject) {
+    const auto& ne = t.ne;
+    if (ne[0] == 0 || ne[1] == 0 || ne[2] == 0 || ne[3] == 0) return {};
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    if (kMax / ne[1] <= ne[0] || kMax / ne[2] <= ne[0] * ne[1] || kMax / ne[3] <= ne[0] * ne[1] * ne[2]) {
+      return make_error(ErrorCode::shape_overflow, at, subject,
+                        fmt::format("shape [{}, {}, {}, {}] has too many elements", ne[0], ne[1], ne[2], ne[3]));
+    }
+    return {};
+  }
+
+  Expected<void> place_tensor_data(GgufFile& f) {
+    f.data_offset_ = f.header_size_;
+    if (f.tensors_.empty()) return {};
+    const auto data_offset = checked::align_up(f.header_size_, f.alignment_);
+    if (!data_offset || *data_offset > size_) {
+      return make_error(ErrorCode::data_out_of_bounds, f.header_size_, {},
+                        fmt::format("the data section would start past the end of the file ({} bytes)", size_));
+    }
+    f.data_offset_ = *data_offset;
+    uint64_t expected = 0;
+    for (const TensorInfo& t : f.tensors_) {
+      const std::string subject(t.name);
+      const uint64_t offset_field = t.info_offset + 8 + t.name.size() + 4 + 8 * uint64_t{t.n_dims} + 4;
+      if (t.offset % f.alignment_ != 0) {
+        return make_error(ErrorCode::bad_tensor_offset, offset_field, subject,
+                          fmt::format("data offset {} is not a multiple of the alignment {}", t.offset, f.alignment_));
+      }
+      if (t.offset != expected) {
+        const char* how = t.offset < expected ? "overlaps the previous tensor or is out of order"
+                                              : "leaves a gap after the previous tensor";
+        return make_error(ErrorCode::bad_tensor_offset, offset_field, subject,
+                          fmt::format("data offset {} {} (expected {})", t.offset, how, expected));
+      }
+      const auto start = checked::add(f.data_offset_, t.offset);
+      if (!start || !checked::fits(*start, t.size, size_)) {
+        return make_error(ErrorCode::data_out_of_bounds, offset_field, subject,
+                          fmt::format("data [{}, +{}) runs past the end of the file ({} bytes)",
+                                      start.value_or(std::numeric_limits<uint64_t>::max()), t.size, size_));
+      }
+      const auto padded = checked::align_up(t.size, f.alignment_);
+      const auto next = padded ? checked::add(expected, *padded) : std::nullopt;
+      if (!next) {
+        return make_error(ErrorCode::shape_overflow, offset_field, subject, "the data section size overflows");
+      }
+      expected = *next;
+    }
+    return {};
+  }
+
+  const std::byte* base_;
+  uint64_t size_;
+  uint64_t pos_ = 0;
+  uint64_t n_tensors_ = 0;
+  uint64_t n_kv_ = 0;
+  OpenOptions options_;
+};
+
+Expected<GgufFile> GgufFile::parse(std::span<const std::byte> bytes, const OpenOptions& options) {
+  GgufFile f;
+  Parser parser(bytes, options);
+  if (auto r = parser.run(f); !r) return std::move(r).error();
+  return f;
+}
+
+Expected<GgufFile> GgufFile::open(const std::filesystem::path& path, const OpenOptions& options) {
+  auto mapping = MappedFile::open(path);
+  if (!mapping) return std::move(mapping).error();
+  auto owned = std::make_unique<MappedFile>(std::move(mapping).value());
+  auto f = parse(owned->bytes(), options);
+  if (!f) return f;
+  f->mapping_ = std::move(owned);
+  return f;
+}
+
+const KeyValue* GgufFile::find(std::string_view key) const {
+  auto it = std::lower_bound(kv_by_key_.begin(), kv_by_key_.end(), key,
+                             [&](size_t i, std::string_view k) { return kvs_[i].key < k; });
+  return it != kv_by_key_.end() && kvs_[*it].key == key ? &kvs_[*it] : nullptr;
+}
+
+const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
+  auto it = std::lower_bound(tensor_by_name_.begin(), tensor_by_name_.end(), name,
+                             [&](size_t i, std::string_view n) { return tensors_[i].name < n; });
+  return it != tensor_by_name_.end() && tensors_[*it].name == name ? &tensors_[*it] : nullptr;
+}
+
+uint64_t GgufFile::tensor_bytes() const {
+  uint64_t total = 0;
+  for (const TensorInfo& t : tensors_) total += t.size;
+  return total;
+}
+
+}  // namespace ggufkit

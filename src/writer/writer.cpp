@@ -1,0 +1,225 @@
+#include "ggufkit/writer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "format/checked_math.h"
+#include "ggufkit/atomic_file.h"
+
+namespace ggufkit {
+namespace {
+
+void put_bytes(std::vector<std::byte>& out, const void* p, size_t n) {
+  const auto* b = static_cast<const std::byte*>(p);
+  out.insert(out.end(), b, b + n);
+}
+template <class T>
+void put(std::vector<std::byte>& out, T v) {
+  put_bytes(out, &v, sizeof v);
+}
+void put_string(std::vector<std::byte>& out, std::string_view s) {
+  put<uint64_t>(out, s.size());
+  put_bytes(out, s.data(), s.size());
+}
+
+uint64_t padded(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+const std::byte kZeros[4096] = {};
+
+Expected<void> write_zeros(ByteSink& sink, uint64_t n) {
+  while (n > 0) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, sizeof kZeros));
+    if (auto r = sink.write(std::span<const std::byte>(kZeros, chunk)); !r) return r;
+    n -= chunk;
+  }
+  return {};
+}
+
+}  // namespace
+
+GgufBuilder GgufBuilder::from_file(const GgufFile& file) {
+  GgufBuilder b;
+  b.version_ = file.version();
+  for (const KeyValue& kv : file.metadata()) {
+    b.kvs_.push_back(Entry{std::string(kv.key), MetadataValue::copy_of(kv.value)});
+  }
+  for (const TensorInfo& t : file.tensors()) {
+    b.tensors_.push_back(Tensor{std::string(t.name), t.type, t.n_dims, t.ne, t.size, file.tensor_data(t), {}});
+  }
+  // Files without tensors: llama.cpp pads the header, some gguf-py versions do not.
+  if (file.tensors().empty()) {
+    b.suggested_.pad_header_without_tensors =
+        file.file_size() != file.header_size() && file.file_size() == padded(file.header_size(), file.alignment());
+  }
+  return b;
+}
+
+Expected<void> GgufBuilder::set(std::string_view key, MetadataValue value) {
+  if (key.empty()) return make_error(ErrorCode::empty_key, 0, {}, "metadata keys cannot be empty");
+  if (key.size() > kMaxStringLength) return make_error(ErrorCode::string_too_long, 0, {}, "key too long");
+  if (key == "general.alignment") {
+    const auto a = value.view().get<uint32_t>();
+    if (!a || !checked::is_power_of_two(*a)) {
+      return make_error(ErrorCode::bad_alignment, 0, std::string(key), "general.alignment must be a uint32 power of two");
+    }
+  }
+  for (Entry& e : kvs_) {
+    if (e.key == key) {
+      e.value = std::move(value);
+      return {};
+    }
+  }
+  kvs_.push_back(Entry{std::string(key), std::move(value)});
+  return {};
+}
+
+bool GgufBuilder::remove(std::string_view key) {
+  auto it = std::find_if(kvs_.begin(), kvs_.end(), [&](const Entry& e) { return e.key == key; });
+  if (it == kvs_.end()) return false;
+  kvs_.erase(it);
+  return true;
+}
+
+const MetadataValue* GgufBuilder::find(std::string_view key) const {
+  for (const Entry& e : kvs_) {
+    if (e.key == key) return &e.value;
+  }
+  return nullptr;
+}
+
+uint32_t GgufBuilder::alignment() const {
+  const MetadataValue* v = find("general.alignment");
+  return v ? v->view().get<uint32_t>().value_or(kDefaultAlignment) : kDefaultAlignment;
+}
+
+Expected<void> GgufBuilder::add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
+                                       std::span<const std::byte> data) {
+  return add_tensor_impl(name, type, shape, data, {});
+}
+
+Expected<void> GgufBuilder::add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
+                                       TensorProducer producer) {
+  if (!producer) return make_error(ErrorCode::invalid_argument, 0, std::string(name), "empty tensor producer");
+  return add_tensor_impl(name, type, shape, {}, std::move(producer));
+}
+
+Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType type, std::span<const int64_t> shape,
+                                            std::span<const std::byte> data, TensorProducer producer) {
+  const std::string subject(name);
+  const TypeTraits* traits = find_type_traits(static_cast<uint32_t>(type));
+  if (traits == nullptr || traits->status != TypeStatus::supported) {
+    return make_error(ErrorCode::unknown_tensor_type, 0, subject, "not a tensor type llama.cpp reads");
+  }
+  if (name.empty() || name.size() > kMaxTensorNameBytes) {
+    return make_error(ErrorCode::tensor_name_too_long, 0, subject,
+                      fmt::format("tensor names must be 1 to {} bytes", kMaxTensorNameBytes));
+  }
+  if (shape.empty() || shape.size() > kMaxDimensions) {
+    return make_error(ErrorCode::bad_dimension_count, 0, subject, "a tensor has 1 to 4 dimensions");
+  }
+  for (const Tensor& t : tensors_) {
+    if (t.name == name) return make_error(ErrorCode::duplicate_tensor, 0, subject, "a tensor of that name exists");
+  }
+  Tensor t{subject, type, static_cast<uint32_t>(shape.size()), {1, 1, 1, 1}, 0, data, std::move(producer)};
+  uint64_t elements = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0) return make_error(ErrorCode::bad_shape, 0, subject, "negative dimension");
+    t.ne[d] = shape[d];
+    const auto e = checked::mul(elements, static_cast<uint64_t>(shape[d]));
+    if (!e || *e > static_cast<uint64_t>(INT64_MAX)) return make_error(ErrorCode::shape_overflow, 0, subject, "too many elements");
+    elements = *e;
+  }
+  if (t.ne[0] % traits->block_size != 0) {
+    return make_error(ErrorCode::block_size_mismatch, 0, subject,
+                      fmt::format("first dimension {} is not a multiple of {}'s block size {}", t.ne[0], traits->name,
+                                  traits->block_size));
+  }
+  const auto size = checked::mul(elements / traits->block_size, traits->block_bytes);
+  if (!size) return make_error(ErrorCode::shape_overflow, 0, subject, "size in bytes overflows");
+  t.size = *size;
+  if (!t.producer && data.size() != t.size) {
+    return make_error(ErrorCode::invalid_argument, 0, subject,
+                      fmt::format("data is {} bytes; the shape and type need {}", data.size(), t.size));
+  }
+  tensors_.push_back(std::move(t));
+  return {};
+}
+
+void GgufBuilder::encode_header(std::vector<std::byte>& out, const WriteOptions& options) const {
+  put_bytes(out, kGgufMagic, 4);
+  put<uint32_t>(out, version_);
+  put<int64_t>(out, static_cast<int64_t>(tensors_.size()));
+  put<int64_t>(out, static_cast<int64_t>(kvs_.size()));
+  for (const Entry& e : kvs_) {
+    put_string(out, e.key);
+    put<uint32_t>(out, static_cast<uint32_t>(e.value.type()));
+    put_bytes(out, e.value.encoded().data(), e.value.encoded().size());
+  }
+  const uint64_t alignment = this->alignment();
+  uint64_t offset = 0;
+  for (const Tensor& t : tensors_) {
+    put_string(out, t.name);
+    put<uint32_t>(out, t.n_dims);
+    for (uint32_t d = 0; d < t.n_dims; ++d) put<int64_t>(out, t.ne[d]);
+    put<int32_t>(out, static_cast<int32_t>(t.type));
+    put<uint64_t>(out, offset);
+    offset += padded(t.size, alignment);
+  }
+  if (!tensors_.empty() || options.pad_header_without_tensors) {
+    out.resize(padded(out.size(), alignment), std::byte{0});
+  }
+}
+
+uint64_t GgufBuilder::header_bytes(const WriteOptions& options) const {
+  std::vector<std::byte> header;
+  encode_header(header, options);
+  return header.size();
+}
+
+uint64_t GgufBuilder::file_bytes(const WriteOptions& options) const {
+  uint64_t total = header_bytes(options);
+  for (const Tensor& t : tensors_) total += padded(t.size, alignment());
+  return total;
+}
+
+Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) const {
+  {
+    std::vector<std::byte> header;
+    encode_header(header, options);
+    if (auto r = sink.write(header); !r) return r;
+  }
+  const uint64_t alignment = this->alignment();
+  std::vector<std::byte> chunk;
+  for (const Tensor& t : tensors_) {
+    if (!t.producer) {
+      if (auto r = sink.write(t.bytes); !r) return r;
+    } else {
+      chunk.resize(static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(options.chunk_bytes, 1), t.size)));
+      for (uint64_t done = 0; done < t.size;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), t.size - done));
+        const std::span<std::byte> out(chunk.data(), n);
+        if (auto r = t.producer(done, out); !r) return r;
+        if (auto r = sink.write(out); !r) return r;
+        done += n;
+      }
+    }
+    if (auto r = write_zeros(sink, padded(t.size, alignment) - t.size); !r) return r;
+  }
+  return {};
+}
+
+Expected<void> GgufBuilder::write_file(const std::filesystem::path& path, const WriteOptions& options) const {
+  auto file = AtomicFile::create(path);
+  if (!file) return std::move(file).error();
+  if (auto r = write(**file, options); !r) return r;  // the temporary file is removed on return
+  return (*file)->commit(options.sync);
+}
+
+Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path) {
+  const GgufBuilder b = GgufBuilder::from_file(file);
+  return b.write_file(path, b.suggested_options());
+}
+
+}  // namespace ggufkit

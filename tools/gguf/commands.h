@@ -1,0 +1,13 @@
+// One function pair per verb: register its options on the CLI11 app, then run it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace gguf_cli {
+
+// Each register_* adds a subcommand and returns a callback that runs it and returns the exit code.
+using Runner = std::function<int()>;
+Runner register_info(CLI::App& app);
+Runner register_dump(CLI::App& app);
+
+}  // namespace gguf_cli

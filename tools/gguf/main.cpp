@@ -1,0 +1,39 @@
+// gguf: one tool, one verb per file in this folder.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "commands.h"
+#include "output.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gguf: inspect, validate and edit GGUF model files"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ggufkit 0.1.0");
+
+  std::map<CLI::App*, gguf_cli::Runner> runners;
+  auto add = [&](gguf_cli::Runner (*reg)(CLI::App&)) {
+    const size_t before = app.get_subcommands({}).size();
+    gguf_cli::Runner r = reg(app);
+    runners[app.get_subcommands({})[before]] = std::move(r);
+  };
+  add(gguf_cli::register_info);
+  add(gguf_cli::register_dump);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return gguf_cli::kUsageOrIoError;
+  }
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) return run();
+  }
+  return gguf_cli::kUsageOrIoError;
+}

@@ -1,0 +1,30 @@
+// Shared pieces of the gguf tool: exit codes, error reporting, number formatting.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ggufkit/error.h"
+#include "ggufkit/reader.h"
+
+namespace gguf_cli {
+
+// The CLI's exit codes (same for every verb).
+enum ExitCode : int { kOk = 0, kProblemFound = 1, kUsageOrIoError = 2 };
+
+// "gguf: FILE: offset N: 'key': message" on stderr.
+void report_error(std::string_view file, const ggufkit::Error& error);
+
+// Opens a file, reporting any error; nullopt when it could not be read.
+std::optional<ggufkit::GgufFile> open_or_report(const std::string& path);
+
+// 1536 -> "1.50 KiB"
+std::string human_bytes(uint64_t bytes);
+// 5123456 -> "5.12M"
+std::string human_count(uint64_t n);
+// Shortens s to at most max characters (UTF-8 aware enough for display), escaping control bytes.
+std::string shorten_for_display(std::string_view s, size_t max);
+
+}  // namespace gguf_cli
