@@ -184,8 +184,10 @@ std::string format_bytes(double bytes) {
     char buf[32];
     if (bytes >= 1024.0 * 1024.0) {
         std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024.0));
-    } else {
+    } else if (bytes >= 1024.0) {
         std::snprintf(buf, sizeof buf, "%.0f KiB", bytes / 1024.0);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.0f B", bytes);
     }
     return buf;
 }

@@ -1,0 +1,113 @@
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+namespace ggufkit::test {
+
+std::optional<std::filesystem::path> shared_dir() {
+  const char* env = std::getenv("GGUFKIT_SHARED_DIR");
+  const std::filesystem::path dir = env && *env ? env : GGUFKIT_SHARED_DIR;
+  if (std::filesystem::is_directory(dir / "corpus")) return dir;
+  return std::nullopt;
+}
+
+std::string no_shared_message() {
+  return "skipped: the shared corpus (../shared from the project root, or $GGUFKIT_SHARED_DIR) is not here";
+}
+
+std::vector<std::filesystem::path> corpus_files() {
+  std::vector<std::filesystem::path> out;
+  const auto dir = shared_dir();
+  if (!dir) return out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(*dir / "corpus")) {
+    if (e.is_regular_file() && e.path().extension() == ".gguf") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::filesystem::path sample_model() { return std::filesystem::path(GGUFKIT_SOURCE_DIR) / "samples/tiny-llama-f16.gguf"; }
+
+std::vector<std::byte> read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  in.seekg(0, std::ios::end);
+  std::vector<std::byte> bytes(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return bytes;
+}
+
+void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ggufkit-test-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+namespace {
+std::string drain(int fd) {
+  std::string s;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    s.append(buf, static_cast<size_t>(n));
+  }
+  return s;
+}
+}  // namespace
+
+CommandResult run_gguf(const std::vector<std::string>& args) {
+  // stdout and stderr go to temporary files so that large outputs cannot deadlock a pipe.
+  const auto dir = std::filesystem::temp_directory_path();
+  std::string out_path = (dir / "ggufkit-run-out-XXXXXX").string();
+  std::string err_path = (dir / "ggufkit-run-err-XXXXXX").string();
+  const int out_fd = ::mkstemp(out_path.data());
+  const int err_fd = ::mkstemp(err_path.data());
+  std::vector<std::string> argv_store = {GGUFKIT_CLI_PATH};
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_store) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  ::lseek(out_fd, 0, SEEK_SET);
+  ::lseek(err_fd, 0, SEEK_SET);
+  r.out = drain(out_fd);
+  r.err = drain(err_fd);
+  ::close(out_fd);
+  ::close(err_fd);
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  return r;
+}
+
+}  // namespace ggufkit::test

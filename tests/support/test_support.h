@@ -1,0 +1,41 @@
+// Helpers shared by the tests: where the corpus is, reading files, running the CLI.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ggufkit::test {
+
+// ../shared (or $GGUFKIT_SHARED_DIR); nullopt when absent.
+std::optional<std::filesystem::path> shared_dir();
+// Every .gguf file under shared/corpus (vocab and tiny-llama), sorted; empty when absent.
+std::vector<std::filesystem::path> corpus_files();
+// The project's own sample model (always present).
+std::filesystem::path sample_model();
+// The message tests print when they skip for want of ../shared.
+std::string no_shared_message();
+
+std::vector<std::byte> read_bytes(const std::filesystem::path& path);
+void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes);
+
+// A fresh empty directory under the build's temp area, removed by the caller if it wants.
+std::filesystem::path temp_dir(const std::string& name);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs build/gguf with the given arguments (no shell), capturing stdout and stderr.
+CommandResult run_gguf(const std::vector<std::string>& args);
+
+}  // namespace ggufkit::test
+
+// Skips the current test when ../shared is absent.
+#define GGUFKIT_REQUIRE_SHARED()                                        \
+  do {                                                                  \
+    if (!::ggufkit::test::shared_dir()) GTEST_SKIP() << ::ggufkit::test::no_shared_message(); \
+  } while (0)
