@@ -1,7 +1,8 @@
 // JSON output of a whole file (`gguf dump --json`), and the primitives it is built from.
 // Conventions: 64-bit integers are exact JSON integers; floats print the shortest text that reads
-// back to the same float32 (or float64); NaN and infinities are the strings "nan", "inf", "-inf";
-// bytes that are not UTF-8 become U+FFFD and the entry is marked "lossy": true.
+// back to the same float32 (or float64), always with a '.' or an exponent (1.0, -0.0, 1e+20);
+// NaN and infinities are the strings "nan", "inf", "-inf"; bytes that are not UTF-8 become U+FFFD
+// and the entry is marked "lossy": true.
 #pragma once
 
 #include <string>

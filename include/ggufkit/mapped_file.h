@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 
@@ -22,6 +23,9 @@ class MappedFile {
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
+  // Maps the pages of [offset, offset + length) in one call instead of one fault per page.
+  // A hint: failures (old kernels) are ignored.
+  void prefetch(uint64_t offset, uint64_t length) const;
 
  private:
   const std::byte* data_ = nullptr;

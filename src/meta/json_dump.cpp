@@ -86,7 +86,11 @@ static void append_floating(std::string& out, F v) {
   } else if (std::isinf(v)) {
     out += v > 0 ? "\"inf\"" : "\"-inf\"";
   } else {
-    fmt::format_to(std::back_inserter(out), "{}", v);  // shortest text that reads back exactly
+    // The shortest text that reads back exactly, always spelled as a float ("1.0", "-0.0") so
+    // that JSON readers do not turn it into an integer and lose the sign of zero.
+    const size_t start = out.size();
+    fmt::format_to(std::back_inserter(out), "{}", v);
+    if (out.find_first_of(".e", start) == std::string::npos) out += ".0";
   }
 }
 
