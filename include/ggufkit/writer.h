@@ -97,7 +97,8 @@ class GgufBuilder {
   WriteOptions suggested_;
 };
 
-// Writes `file` back out unchanged (the same bytes for any file llama.cpp accepts).
-Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path);
+// Writes `file` back out unchanged (the same bytes for any file llama.cpp accepts), atomically;
+// `sync` fsyncs before the rename.
+Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path, bool sync = true);
 
 }  // namespace ggufkit

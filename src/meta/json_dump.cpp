@@ -169,9 +169,10 @@ void append_dump_json(std::string& out, const GgufFile& file, const JsonDumpOpti
       if (!first) out += ',';
       first = false;
       out += "{\"name\":";
-      json::append_string(out, t.name);
-      fmt::format_to(it, ",\"type\":\"{}\",\"shape\":[{}],\"offset\":{},\"size\":{}}}", type_name(t.type),
+      const bool valid = json::append_string(out, t.name);
+      fmt::format_to(it, ",\"type\":\"{}\",\"shape\":[{}],\"offset\":{},\"size\":{}", type_name(t.type),
                      fmt::join(t.shape(), ","), t.offset, t.size);
+      out += valid ? "}" : ",\"lossy\":true}";
     }
     out += ']';
   }

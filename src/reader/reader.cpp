@@ -132,18 +132,27 @@ class Parser {
     if (size_ < kHeaderBytes) return truncated(8, 16, "the tensor and key/value counts");
     const auto n_tensors = take<int64_t>();
     const auto n_kv = take<int64_t>();
-    if (n_tensors < 0 || static_cast<uint64_t>(n_tensors) > remaining() / kMinTensorInfoBytes) {
-      return make_error(ErrorCode::bad_count, 8, {},
-                        fmt::format("tensor count {} is impossible: only {} bytes follow the header", n_tensors,
-                                    remaining()));
-    }
-    if (n_kv < 0 || static_cast<uint64_t>(n_kv) > remaining() / kMinKvBytes) {
-      return make_error(ErrorCode::bad_count, 16, {},
-                        fmt::format("key/value count {} is impossible: only {} bytes follow the header", n_kv,
-                                    remaining()));
-    }
+    if (auto r = check_count(n_tensors, kMinTensorInfoBytes, 8, "tensors"); !r) return r;
+    if (auto r = check_count(n_kv, kMinKvBytes, 16, "metadata entries"); !r) return r;
     n_tensors_ = static_cast<uint64_t>(n_tensors);
     n_kv_ = static_cast<uint64_t>(n_kv);
+    return {};
+  }
+
+  // A count must fit in the bytes that follow the header. A plausible count that does not fit is
+  // most likely a cut-off download; a negative or absurd one is corruption.
+  Expected<void> check_count(int64_t count, uint64_t min_record_bytes, uint64_t at, std::string_view what) const {
+    constexpr int64_t kPlausible = int64_t{1} << 32;
+    if (count < 0 || count > kPlausible) {
+      return make_error(ErrorCode::bad_count, at, {},
+                        fmt::format("the header announces {} {}, which is impossible", count, what));
+    }
+    if (static_cast<uint64_t>(count) > remaining() / min_record_bytes) {
+      return make_error(ErrorCode::truncated, at, {},
+                        fmt::format("the header announces {} {}, which need at least {} bytes, but the file ends "
+                                    "{} bytes later (file size {}): is it truncated?",
+                                    count, what, static_cast<uint64_t>(count) * min_record_bytes, remaining(), size_));
+    }
     return {};
   }
 

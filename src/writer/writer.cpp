@@ -109,12 +109,18 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
                                             std::span<const std::byte> data, TensorProducer producer) {
   const std::string subject(name);
   const TypeTraits* traits = find_type_traits(static_cast<uint32_t>(type));
-  if (traits == nullptr || traits->status != TypeStatus::supported) {
-    return make_error(ErrorCode::unknown_tensor_type, 0, subject, "not a tensor type llama.cpp reads");
+  if (traits == nullptr) {
+    return make_error(ErrorCode::unknown_tensor_type, 0, subject,
+                      fmt::format("tensor type id {} is unknown", static_cast<uint32_t>(type)));
   }
-  if (name.empty() || name.size() > kMaxTensorNameBytes) {
+  if (traits->status != TypeStatus::supported) {
+    return make_error(ErrorCode::removed_tensor_type, 0, subject, std::string(traits->note));
+  }
+  if (name.empty()) return make_error(ErrorCode::invalid_argument, 0, subject, "tensor names cannot be empty");
+  if (name.size() > kMaxTensorNameBytes) {
     return make_error(ErrorCode::tensor_name_too_long, 0, subject,
-                      fmt::format("tensor names must be 1 to {} bytes", kMaxTensorNameBytes));
+                      fmt::format("tensor name is {} bytes; llama.cpp allows at most {}", name.size(),
+                                  kMaxTensorNameBytes));
   }
   if (shape.empty() || shape.size() > kMaxDimensions) {
     return make_error(ErrorCode::bad_dimension_count, 0, subject, "a tensor has 1 to 4 dimensions");
@@ -217,9 +223,11 @@ Expected<void> GgufBuilder::write_file(const std::filesystem::path& path, const 
   return (*file)->commit(options.sync);
 }
 
-Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path) {
+Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path, bool sync) {
   const GgufBuilder b = GgufBuilder::from_file(file);
-  return b.write_file(path, b.suggested_options());
+  WriteOptions options = b.suggested_options();
+  options.sync = sync;
+  return b.write_file(path, options);
 }
 
 }  // namespace ggufkit

@@ -28,6 +28,7 @@ std::string file_type_text(const ModelMetadata& meta) {
 }
 
 struct Hyperparameter {
+  std::string key;   // the key without its "{arch}." prefix, as in the JSON output
   std::string label;
   std::string json;  // the value as JSON (a number, or a string literal)
   std::string text;  // the value for people
@@ -41,7 +42,7 @@ std::vector<Hyperparameter> hyperparameters(const ModelMetadata& meta) {
     const auto key = meta.arch_key(suffix);
     if (!key) return;
     if (const auto n = meta.arch_uint(suffix); n && !meta.uint(*key)) {
-      out.push_back({label, fmt::format("{}", *n), fmt::format("{}", *n)});  // uniform per-layer array
+      out.push_back({std::string(suffix), label, fmt::format("{}", *n), fmt::format("{}", *n)});  // uniform per-layer array
       return;
     }
     const ggufkit::KeyValue* kv = meta.file().find(*key);
@@ -51,7 +52,7 @@ std::vector<Hyperparameter> hyperparameters(const ModelMetadata& meta) {
     std::string text = kv->value.type() == ggufkit::ValueType::String
                            ? std::string(kv->value.as_string().value_or(""))
                            : json;
-    out.push_back({label, std::move(json), std::move(text)});
+    out.push_back({std::string(suffix), label, std::move(json), std::move(text)});
   };
   add("context", "context_length");
   add("embedding", "embedding_length");
@@ -79,8 +80,8 @@ void info_text(std::string& out, const std::string& path, const ggufkit::GgufFil
   fmt::format_to(it, "  architecture  {}\n", meta.architecture().value_or("(not set)"));
   if (const auto name = meta.name()) fmt::format_to(it, "  name          {}\n", shorten_for_display(*name, 100));
   fmt::format_to(it, "  file type     {}\n", file_type_text(meta));
-  fmt::format_to(it, "  size          {} file, {} of tensors ({} bytes)\n", human_bytes(f.file_size()),
-                 human_bytes(s.tensor_bytes), s.tensor_bytes);
+  fmt::format_to(it, "  size          {} file ({} bytes), {} of tensors ({} bytes)\n", human_bytes(f.file_size()),
+                 f.file_size(), human_bytes(s.tensor_bytes), s.tensor_bytes);
   fmt::format_to(it, "  parameters    {} ({}) in {} tensors, {:.2f} bits per weight\n", human_count(s.parameters),
                  s.parameters, f.tensors().size(), s.bits_per_weight);
   if (!s.types.empty()) {
@@ -159,7 +160,7 @@ void info_json(std::string& out, const std::string& path, const ggufkit::GgufFil
   const auto hp = hyperparameters(meta);
   for (size_t i = 0; i < hp.size(); ++i) {
     if (i) out += ',';
-    ggufkit::json::append_string(out, hp[i].label);
+    ggufkit::json::append_string(out, hp[i].key);
     out += ':';
     out += hp[i].json;
   }

@@ -20,6 +20,17 @@ int main(int argc, char** argv) {
   add(gguf_cli::register_info);
   add(gguf_cli::register_dump);
 
+  // CLI11 would call an unknown verb a missing subcommand; say what is wrong instead.
+  const auto is_verb = [&](std::string_view name) {
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_name() == name) return true;
+    }
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_verb(argv[1])) {
+    fmt::print(stderr, "gguf: unknown verb '{}' (see gguf --help)\n", argv[1]);
+    return gguf_cli::kUsageOrIoError;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
