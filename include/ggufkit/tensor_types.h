@@ -47,6 +47,7 @@ std::span<const TypeTraits> all_type_traits();
 
 // nullptr for ids ggml never defined (>= kTensorTypeIdLimit).
 const TypeTraits* find_type_traits(uint32_t id);
+// For an id outside the table: a record named "unknown" with block size 0.
 const TypeTraits& type_traits(TensorType type);
 inline std::string_view type_name(TensorType type) { return type_traits(type).name; }
 

@@ -116,10 +116,10 @@ class ValueView {
     if constexpr (std::is_same_v<T, std::string_view>) {
       return as_string();
     } else if constexpr (std::is_same_v<T, bool>) {
-      if (type_ != ValueType::Bool) return std::nullopt;
+      if (type_ != ValueType::Bool || bytes_.empty()) return std::nullopt;
       return bytes_[0] != std::byte{0};  // as llama.cpp: any non-zero byte is true
     } else {
-      if (type_ != value_type_of<T>::value) return std::nullopt;
+      if (type_ != value_type_of<T>::value || bytes_.size() < sizeof(T)) return std::nullopt;
       return detail::load<T>(bytes_.data());
     }
   }
@@ -274,6 +274,8 @@ class MetadataValue {
   ValueType type() const { return type_; }
   ValueView view() const { return {type_, bytes_}; }
   std::span<const std::byte> encoded() const { return bytes_; }
+  // False for a default-constructed value (no bytes) or bytes that do not encode the type.
+  bool well_formed() const;
 
  private:
   static MetadataValue array_header(ValueType element_type, uint64_t count);

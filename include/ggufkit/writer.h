@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,10 +37,12 @@ class GgufBuilder {
  public:
   GgufBuilder() = default;
   // Everything from a file: version, metadata (byte-exact copies), tensors (views of its data),
-  // and its header padding choice. The file must outlive the builder.
+  // and its header padding choice. The file must outlive the builder. See rewrite_file for which
+  // bytes come back unchanged.
   static GgufBuilder from_file(const GgufFile& file);
 
-  void set_version(uint32_t version) { version_ = version; }
+  // GGUF v2 or v3 (the default); v2 and v3 share one layout.
+  Expected<void> set_version(uint32_t version);
   uint32_t version() const { return version_; }
 
   // Adds a key at the end, or replaces the value of an existing key in place.
@@ -52,10 +55,15 @@ class GgufBuilder {
   Expected<void> set_alignment(uint32_t alignment) { return set("general.alignment", MetadataValue::of(alignment)); }
 
   // Tensors are written in the order they are added. The shape is in ggml order (ne0 first).
+  // Spans are not copied: their bytes must live until the write (use the vector overload to hand
+  // the bytes over).
   Expected<void> add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
                             std::span<const std::byte> data);
   Expected<void> add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
                             TensorProducer producer);
+  // The builder keeps the bytes.
+  Expected<void> add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
+                            std::vector<std::byte>&& data);
 
   size_t tensor_count() const { return tensors_.size(); }
   size_t metadata_count() const { return kvs_.size(); }
@@ -86,6 +94,7 @@ class GgufBuilder {
     uint64_t size;
     std::span<const std::byte> bytes;   // used when producer is empty
     TensorProducer producer;
+    std::shared_ptr<const std::vector<std::byte>> owned;  // keeps `bytes` alive when handed over
   };
   Expected<void> add_tensor_impl(std::string_view name, TensorType type, std::span<const int64_t> shape,
                                  std::span<const std::byte> data, TensorProducer producer);
@@ -97,8 +106,10 @@ class GgufBuilder {
   WriteOptions suggested_;
 };
 
-// Writes `file` back out unchanged (the same bytes for any file llama.cpp accepts), atomically;
-// `sync` fsyncs before the rename.
+// Writes `file` back out, atomically; `sync` fsyncs before the rename. Files laid out the way
+// llama.cpp's and gguf-py's writers lay them out (zero padding after every tensor) come back byte for
+// byte. Other files llama.cpp accepts come back normalised: padding zeroed, the last tensor padded,
+// bytes after the last tensor (or after a header without tensors) dropped.
 Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path, bool sync = true);
 
 }  // namespace ggufkit

@@ -79,8 +79,11 @@ std::span<const TypeTraits> all_type_traits() { return kTypes; }
 const TypeTraits* find_type_traits(uint32_t id) { return id < kTypes.size() ? &kTypes[id] : nullptr; }
 
 const TypeTraits& type_traits(TensorType type) {
+  // An id outside the enum (a cast from a bad number) gets a record that matches nothing.
+  static constexpr TypeTraits kUnknown{kTensorTypeIdLimit, "unknown", 0, 0, false, TypeStatus::removed,
+                                       "not a ggml type id"};
   const TypeTraits* t = find_type_traits(static_cast<uint32_t>(type));
-  return t ? *t : kTypes[0];
+  return t ? *t : kUnknown;
 }
 
 std::optional<TensorType> parse_tensor_type(std::string_view name) {

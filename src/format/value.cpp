@@ -212,6 +212,13 @@ Expected<MetadataValue> MetadataValue::array_of(ValueType element_type, std::spa
   return m;
 }
 
+bool MetadataValue::well_formed() const {
+  if (static_cast<uint32_t>(type_) >= kValueTypeIdLimit || bytes_.empty()) return false;
+  const std::byte* p = bytes_.data();
+  return encoded_size(type_, p, p + bytes_.size()) == bytes_.size() &&
+         (type_ != ValueType::String || detail::load_u64(p) == bytes_.size() - 8);
+}
+
 MetadataValue MetadataValue::copy_of(const ValueView& view) {
   MetadataValue m;
   m.type_ = view.type();

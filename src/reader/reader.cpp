@@ -275,6 +275,20 @@ class Parser {
     return found;
   }
 
+  static std::optional<size_t> first_duplicate_c_name(const std::vector<TensorInfo>& tensors) {
+    const auto c_name = [&](size_t i) {
+      const std::string_view n = tensors[i].name;
+      return n.substr(0, n.find('\0'));
+    };
+    bool any_nul = false;
+    for (const TensorInfo& t : tensors) any_nul |= t.name.find('\0') != std::string_view::npos;
+    if (!any_nul) return std::nullopt;
+    std::vector<size_t> order(tensors.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return c_name(a) < c_name(b); });
+    return first_duplicate(order, c_name);
+  }
+
   Expected<void> resolve_alignment(GgufFile& f) {
     const KeyValue* kv = f.find("general.alignment");
     if (kv == nullptr) return {};
@@ -362,6 +376,13 @@ class Parser {
       const TensorInfo& t = f.tensors_[*dup];
       return make_error(ErrorCode::duplicate_tensor, t.info_offset, std::string(t.name),
                         fmt::format("tensor {} repeats an earlier tensor's name", *dup));
+    }
+    // llama.cpp keeps names as C strings: "a\0x" and "a\0y" are both "a" to it, so duplicates.
+    if (auto dup = first_duplicate_c_name(f.tensors_)) {
+      const TensorInfo& t = f.tensors_[*dup];
+      return make_error(ErrorCode::duplicate_tensor, t.info_offset, std::string(t.name),
+                        fmt::format("tensor {} has the same name as an earlier one up to a NUL byte, "
+                                    "which llama.cpp treats as the end of a name", *dup));
     }
     f.header_size_ = pos_;
     return {};

@@ -46,7 +46,7 @@ GgufBuilder GgufBuilder::from_file(const GgufFile& file) {
     b.kvs_.push_back(Entry{std::string(kv.key), MetadataValue::copy_of(kv.value)});
   }
   for (const TensorInfo& t : file.tensors()) {
-    b.tensors_.push_back(Tensor{std::string(t.name), t.type, t.n_dims, t.ne, t.size, file.tensor_data(t), {}});
+    b.tensors_.push_back(Tensor{std::string(t.name), t.type, t.n_dims, t.ne, t.size, file.tensor_data(t), {}, {}});
   }
   // Files without tensors: llama.cpp pads the header, some gguf-py versions do not.
   if (file.tensors().empty()) {
@@ -59,6 +59,9 @@ GgufBuilder GgufBuilder::from_file(const GgufFile& file) {
 Expected<void> GgufBuilder::set(std::string_view key, MetadataValue value) {
   if (key.empty()) return make_error(ErrorCode::empty_key, 0, {}, "metadata keys cannot be empty");
   if (key.size() > kMaxStringLength) return make_error(ErrorCode::string_too_long, 0, {}, "key too long");
+  if (!value.well_formed()) {
+    return make_error(ErrorCode::invalid_argument, 0, std::string(key), "the value holds no well-formed encoding");
+  }
   if (key == "general.alignment") {
     const auto a = value.view().get<uint32_t>();
     if (!a || !checked::is_power_of_two(*a)) {
@@ -100,6 +103,22 @@ Expected<void> GgufBuilder::add_tensor(std::string_view name, TensorType type, s
 }
 
 Expected<void> GgufBuilder::add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
+                                       std::vector<std::byte>&& data) {
+  auto owned = std::make_shared<std::vector<std::byte>>(std::move(data));
+  auto r = add_tensor_impl(name, type, shape, *owned, {});
+  if (r) tensors_.back().owned = std::move(owned);
+  return r;
+}
+
+Expected<void> GgufBuilder::set_version(uint32_t version) {
+  if (version < 2 || version > kGgufVersionLatest) {
+    return make_error(ErrorCode::unsupported_version, 0, {}, fmt::format("ggufkit writes GGUF v2 and v3, not v{}", version));
+  }
+  version_ = version;
+  return {};
+}
+
+Expected<void> GgufBuilder::add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
                                        TensorProducer producer) {
   if (!producer) return make_error(ErrorCode::invalid_argument, 0, std::string(name), "empty tensor producer");
   return add_tensor_impl(name, type, shape, {}, std::move(producer));
@@ -128,7 +147,7 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
   for (const Tensor& t : tensors_) {
     if (t.name == name) return make_error(ErrorCode::duplicate_tensor, 0, subject, "a tensor of that name exists");
   }
-  Tensor t{subject, type, static_cast<uint32_t>(shape.size()), {1, 1, 1, 1}, 0, data, std::move(producer)};
+  Tensor t{subject, type, static_cast<uint32_t>(shape.size()), {1, 1, 1, 1}, 0, data, std::move(producer), {}};
   uint64_t elements = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) return make_error(ErrorCode::bad_shape, 0, subject, "negative dimension");
