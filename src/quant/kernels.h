@@ -34,6 +34,7 @@ void register_kquant_kernels(KernelTable& table);   // q2_K q3_K q4_K q5_K q6_K 
 void register_iquant_kernels(KernelTable& table);   // iq1_s iq1_m iq2_* iq3_* iq4_nl iq4_xs
 void register_fp4_kernels(KernelTable& table);      // mxfp4 nvfp4
 void register_ternary_kernels(KernelTable& table);  // tq1_0 tq2_0
+void register_iq3s_quantizer(KernelTable& table);   // iq3_s quantize (after register_iquant_kernels)
 
 const KernelTable& kernel_table();
 

@@ -16,6 +16,7 @@ const KernelTable& kernel_table() {
     register_iquant_kernels(t);
     register_fp4_kernels(t);
     register_ternary_kernels(t);
+    register_iq3s_quantizer(t);
     return t;
   }();
   return table;

@@ -1,0 +1,7 @@
+#include "quant/kernels.h"
+
+namespace ggufkit::quant {
+
+void register_iq3s_quantizer(KernelTable& /*table*/) {}
+
+}  // namespace ggufkit::quant

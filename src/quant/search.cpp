@@ -1,0 +1,1 @@
+#include "quant/search.h"
