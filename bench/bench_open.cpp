@@ -78,8 +78,13 @@ struct FileCase {
     uint64_t size = 0;
 };
 
-// Seconds per iteration of each repetition, by benchmark name; names of the failed benchmarks.
-std::map<std::string, std::vector<double>> g_seconds;
+// Seconds per iteration of each repetition (real and CPU time), by benchmark name; the failed
+// benchmarks with the reason.
+struct Timings {
+    std::vector<double> real;
+    std::vector<double> cpu;
+};
+std::map<std::string, Timings> g_seconds;
 std::map<std::string, std::string> g_failed;
 
 // The console output of Google Benchmark, plus a copy of the timings for the final table.
@@ -93,21 +98,25 @@ public:
             if (run.run_type != Run::RT_Iteration || run.iterations <= 0) {
                 continue;
             }
-            g_seconds[run.run_name.function_name].push_back(
-                run.real_accumulated_time / static_cast<double>(run.iterations));
+            Timings& t = g_seconds[run.run_name.function_name];
+            t.real.push_back(run.real_accumulated_time / static_cast<double>(run.iterations));
+            t.cpu.push_back(run.cpu_accumulated_time / static_cast<double>(run.iterations));
         }
     }
 };
 
-std::optional<double> median_seconds(const std::string& name) {
+std::optional<double> median_seconds(const std::string& name, bool cpu = false) {
     if (g_failed.count(name) != 0) {
         return std::nullopt;
     }
     auto it = g_seconds.find(name);
-    if (it == g_seconds.end() || it->second.empty()) {
+    if (it == g_seconds.end()) {
         return std::nullopt;
     }
-    std::vector<double> v = it->second;
+    std::vector<double> v = cpu ? it->second.cpu : it->second.real;
+    if (v.empty()) {
+        return std::nullopt;
+    }
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
     return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -203,24 +212,34 @@ std::string format_memory(std::optional<int64_t> bytes, uint64_t file_size) {
     return buf;
 }
 
+std::string format_ratio(std::optional<double> ours, std::optional<double> theirs) {
+    if (!ours || !theirs || *ours <= 0) {
+        return "n/a";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1fx", *theirs / *ours);
+    return buf;
+}
+
 void print_table(const std::vector<FileCase>& files, const std::vector<MemoryFigures>& memory) {
-    std::printf("\nggufkit open+index vs llama.cpp gguf_init_from_file+gguf_free (median real time per open;\n"
-                "ratio = llama.cpp time / ggufkit time; peak = extra ru_maxrss of one open in a forked child,\n"
-                "in parentheses as a multiple of the file size)\n\n");
-    std::printf("%-28s %10s %11s %11s %7s %20s %20s\n", "file", "size", "ggufkit", "llama.cpp", "ratio",
-                "ggufkit peak", "llama.cpp peak");
-    std::printf("%s\n", std::string(28 + 10 + 11 + 11 + 7 + 20 + 20 + 6, '-').c_str());
+    std::printf("\nggufkit open+index vs llama.cpp gguf_init_from_file+gguf_free: median real time per open;\n"
+                "ratio = llama.cpp time / ggufkit time (real time, and CPU time, which a busy machine\n"
+                "disturbs less); peak = extra ru_maxrss of one open in a forked child, in parentheses\n"
+                "as a multiple of the file size\n\n");
+    std::printf("%-28s %10s %11s %11s %7s %9s %20s %20s\n", "file", "size", "ggufkit", "llama.cpp", "ratio",
+                "cpu ratio", "ggufkit peak", "llama.cpp peak");
+    std::printf("%s\n", std::string(28 + 10 + 11 + 11 + 7 + 9 + 20 + 20 + 7, '-').c_str());
     for (size_t i = 0; i < files.size(); ++i) {
         const FileCase& f = files[i];
-        const auto ours = median_seconds("ggufkit/" + f.label);
-        const auto theirs = median_seconds("llama.cpp/" + f.label);
-        char ratio[32] = "n/a";
-        if (ours && theirs && *ours > 0) {
-            std::snprintf(ratio, sizeof ratio, "%.1fx", *theirs / *ours);
-        }
-        std::printf("%-28s %10s %11s %11s %7s %20s %20s\n", f.label.c_str(),
-                    format_bytes(static_cast<double>(f.size)).c_str(), format_time(ours).c_str(),
-                    format_time(theirs).c_str(), ratio, format_memory(memory[i].ggufkit, f.size).c_str(),
+        const std::string ours = "ggufkit/" + f.label;
+        const std::string theirs = "llama.cpp/" + f.label;
+        const auto ours_real = median_seconds(ours);
+        const auto theirs_real = median_seconds(theirs);
+        std::printf("%-28s %10s %11s %11s %7s %9s %20s %20s\n", f.label.c_str(),
+                    format_bytes(static_cast<double>(f.size)).c_str(), format_time(ours_real).c_str(),
+                    format_time(theirs_real).c_str(), format_ratio(ours_real, theirs_real).c_str(),
+                    format_ratio(median_seconds(ours, true), median_seconds(theirs, true)).c_str(),
+                    format_memory(memory[i].ggufkit, f.size).c_str(),
                     format_memory(memory[i].llama_cpp, f.size).c_str());
     }
     for (const auto& [name, why] : g_failed) {
@@ -284,14 +303,15 @@ int main(int argc, char** argv) {
 
     // Memory first, while this process is still small: children inherit its pages.
     std::string why_not;
-    const bool have_oracle = OracleGgml::load_from(OracleGgml::default_lib_dir(), &why_not) != nullptr;
+    const std::unique_ptr<OracleGgml> oracle = OracleGgml::load(&why_not);
+    const bool have_oracle = oracle != nullptr;
     if (!have_oracle) {
         std::fprintf(stderr, "bench_open: llama.cpp oracle unavailable, timing ggufkit only: %s\n", why_not.c_str());
     }
     std::vector<MemoryFigures> memory(files.size());
     {
-        // The oracle was loaded above to check it; the baseline child loads it again (a no-op
-        // then, as in the measuring children), so the difference is the open+index alone.
+        // Every child loads the oracle library (already mapped here, so as good as a no-op); the
+        // baseline child does only that, so the difference is the open+index alone.
         const auto baseline = min_child_maxrss(ChildWork::baseline, {});
         for (size_t i = 0; i < files.size() && baseline; ++i) {
             if (auto m = min_child_maxrss(ChildWork::ggufkit, files[i].path)) {
@@ -305,7 +325,6 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::unique_ptr<OracleGgml> oracle = have_oracle ? OracleGgml::load(nullptr) : nullptr;
     for (const FileCase& f : files) {
         const std::string ours = "ggufkit/" + f.label;
         benchmark::RegisterBenchmark(ours.c_str(), [path = f.path, ours](benchmark::State& state) {
