@@ -9,5 +9,6 @@ namespace gguf_cli {
 using Runner = std::function<int()>;
 Runner register_info(CLI::App& app);
 Runner register_dump(CLI::App& app);
+Runner register_extract(CLI::App& app);
 
 }  // namespace gguf_cli

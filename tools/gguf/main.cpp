@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   };
   add(gguf_cli::register_info);
   add(gguf_cli::register_dump);
+  add(gguf_cli::register_extract);
 
   // CLI11 would call an unknown verb a missing subcommand; say what is wrong instead.
   const auto is_verb = [&](std::string_view name) {
