@@ -22,13 +22,21 @@ struct QuantCapabilities {
 
 QuantCapabilities quant_capabilities(TensorType type);
 
+// How many threads a conversion may use: 1 runs on the caller's thread, 0 means one per core.
+// Work is split into runs of whole blocks (rows, when quantizing), so the result does not depend
+// on the number of threads.
+struct Threads {
+  unsigned count = 1;
+};
+
 // `src` holds a whole number of blocks of `type`; `dst` receives one float per element.
-Expected<void> dequantize(TensorType type, std::span<const std::byte> src, std::span<float> dst);
+Expected<void> dequantize(TensorType type, std::span<const std::byte> src, std::span<float> dst,
+                          Threads threads = {});
 
 // Quantizes rows of `n_per_row` floats (src.size() / n_per_row rows) into dst, which must hold
 // exactly that many rows of row_size(type, n_per_row) bytes. `imatrix`, when not empty, holds
 // n_per_row importance weights, as ggml_quantize_chunk's `imatrix` argument.
 Expected<void> quantize(TensorType type, std::span<const float> src, std::span<std::byte> dst, int64_t n_per_row,
-                        std::span<const float> imatrix = {});
+                        std::span<const float> imatrix = {}, Threads threads = {});
 
 }  // namespace ggufkit

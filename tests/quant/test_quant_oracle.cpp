@@ -258,3 +258,31 @@ TEST(QuantOracle, TypeCoverage) {
 }
 
 }  // namespace
+
+namespace {
+
+// Threads split the work into runs of whole blocks or rows: the bytes cannot depend on how many.
+TEST(QuantThreads, ResultsDoNotDependOnTheThreadCount) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t n_per_row = 512, rows = 300;
+  std::vector<float> src(static_cast<size_t>(n_per_row * rows));
+  for (float& x : src) x = normal(rng);
+  for (const TypeTraits& t : all_type_traits()) {
+    const QuantCapabilities caps = quant_capabilities(t.type());
+    if (!caps.quantize || caps.requires_imatrix || n_per_row % t.block_size != 0) continue;
+    SCOPED_TRACE(std::string(t.name));
+    const size_t bytes = static_cast<size_t>(*row_size(t.type(), n_per_row)) * rows;
+    std::vector<std::byte> one(bytes), many(bytes);
+    ASSERT_TRUE(quantize(t.type(), src, one, n_per_row, {}, Threads{1}));
+    ASSERT_TRUE(quantize(t.type(), src, many, n_per_row, {}, Threads{3}));
+    EXPECT_TRUE(one == many);
+    if (!caps.dequantize) continue;
+    std::vector<float> a(src.size()), b(src.size());
+    ASSERT_TRUE(dequantize(t.type(), one, a, Threads{1}));
+    ASSERT_TRUE(dequantize(t.type(), one, b, Threads{0}));
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  }
+}
+
+}  // namespace
