@@ -31,6 +31,8 @@ struct WriteOptions {
   size_t chunk_bytes = size_t{4} << 20;
   // fsync the file (and its directory) before the rename.
   bool sync = true;
+  // Called after each tensor's bytes are written: (tensors written, tensors in all).
+  std::function<void(size_t, size_t)> progress;
 };
 
 class GgufBuilder {

@@ -1,7 +1,452 @@
+// The IQ ("importance") formats: lattice codebooks (IQ1/IQ2/IQ3, dequantize only here; IQ3_S
+// quantize lives in iq3s_quantize.cpp) and the 4-bit non-linear IQ4_NL and IQ4_XS (both ways).
+// Codebook entries pack 8 (or 4) small magnitudes into one integer, byte j being element j.
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "quant/fp16.h"
 #include "quant/kernels.h"
+#include "quant/tables.h"
 
 namespace ggufkit::quant {
+namespace {
 
-void register_iquant_kernels(KernelTable& /*table*/) {}
+constexpr int kSuperBlock = 256;  // QK_K
+constexpr float kIq1Delta = 0.125f;  // IQ1S_DELTA / IQ1M_DELTA: the grid shift of IQ1_S and IQ1_M
+
+uint8_t byte_at(const std::byte* p, int i) { return std::to_integer<uint8_t>(p[i]); }
+
+uint16_t read_u16(const std::byte* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+uint32_t read_u32(const std::byte* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+float read_half(const std::byte* p) { return fp16_to_fp32(read_u16(p)); }
+
+void write_half(std::byte* p, float f) {
+  const uint16_t h = fp32_to_fp16(f);
+  std::memcpy(p, &h, 2);
+}
+
+// Byte j of a packed codebook entry (ggml reads the entry's memory, little-endian).
+template <class Entry>
+uint8_t grid_byte(Entry entry, int j) {
+  return static_cast<uint8_t>(entry >> (8 * j));
+}
+
+// scale * magnitude, negated when the sign bit is set. ggml multiplies by +-1.0f, which its
+// compiler turns into a negation: a NaN scale comes out with its sign flipped, as here (a real
+// multiplication would keep the NaN's sign).
+float signed_product(float scale, uint8_t magnitude, bool negative) {
+  const float product = scale * static_cast<float>(magnitude);
+  return negative ? -product : product;
+}
+
+// Eight codebook elements with their sign byte (bit j negates element j).
+template <class Entry>
+void decode_signed_octet(Entry entry, uint8_t signs, float scale, float* y) {
+  for (int j = 0; j < 8; ++j) y[j] = signed_product(scale, grid_byte(entry, j), (signs & tables::kmask_iq2xs[j]) != 0);
+}
+
+// Two four-element entries (IQ3 grids) sharing one sign byte.
+void decode_signed_quads(uint32_t first, uint32_t second, uint8_t signs, float scale, float* y) {
+  for (int j = 0; j < 4; ++j) {
+    y[j] = signed_product(scale, grid_byte(first, j), (signs & tables::kmask_iq2xs[j]) != 0);
+    y[j + 4] = signed_product(scale, grid_byte(second, j), (signs & tables::kmask_iq2xs[j + 4]) != 0);
+  }
+}
+
+// The 4-bit scales of the IQ2 formats: d * (0.5 + s) / 4, kept in ggml's operation order.
+float iq2_scale(float d, unsigned s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
+
+// ---------------------------------------------------------------------------------------------
+// IQ2_XXS: fp16 d, then per 32 elements 8 bytes: four grid indices and a 32-bit word holding
+// four 7-bit sign indices and a 4-bit scale.
+constexpr size_t kIq2xxsBlockBytes = 66;
+
+void dequantize_iq2_xxs(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq2xxsBlockBytes);
+    const float d = read_half(block);
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const std::byte* group = block + 2 + 8 * ib;
+      const uint32_t signs_and_scale = read_u32(group + 4);
+      const float db = iq2_scale(d, signs_and_scale >> 28);
+      for (int l = 0; l < 4; ++l) {
+        const uint8_t signs = tables::ksigns_iq2xs[(signs_and_scale >> (7 * l)) & 127];
+        decode_signed_octet(tables::iq2xxs_grid[byte_at(group, l)], signs, db, y);
+        y += 8;
+      }
+    }
+  }
+}
+
+// IQ2_XS: fp16 d, 32 uint16 (9-bit grid index, 7-bit sign index), 8 bytes of two 4-bit scales.
+constexpr size_t kIq2xsBlockBytes = 74;
+
+void dequantize_iq2_xs(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq2xsBlockBytes);
+    const float d = read_half(block);
+    const std::byte* scales = block + 2 + 64;
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const float db[2] = {iq2_scale(d, byte_at(scales, ib) & 0xFu), iq2_scale(d, byte_at(scales, ib) >> 4)};
+      for (int l = 0; l < 4; ++l) {
+        const uint16_t q = read_u16(block + 2 + 2 * (4 * ib + l));
+        decode_signed_octet(tables::iq2xs_grid[q & 511], tables::ksigns_iq2xs[q >> 9], db[l / 2], y);
+        y += 8;
+      }
+    }
+  }
+}
+
+// IQ2_S: fp16 d, 32 low index bytes, 32 sign bytes, 8 bytes of 2-bit index tops, 8 scale bytes.
+constexpr size_t kIq2sBlockBytes = 82;
+
+void dequantize_iq2_s(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq2sBlockBytes);
+    const float d = read_half(block);
+    const std::byte* low = block + 2;
+    const std::byte* signs = low + 32;
+    const std::byte* high = low + 64;
+    const std::byte* scales = high + 8;
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const float db[2] = {iq2_scale(d, byte_at(scales, ib) & 0xFu), iq2_scale(d, byte_at(scales, ib) >> 4)};
+      for (int l = 0; l < 4; ++l) {
+        const int index = byte_at(low, 4 * ib + l) | ((byte_at(high, ib) << (8 - 2 * l)) & 0x300);
+        decode_signed_octet(tables::iq2s_grid[index], byte_at(signs, 4 * ib + l), db[l / 2], y);
+        y += 8;
+      }
+    }
+  }
+}
+
+// IQ3_XXS: fp16 d, 64 grid index bytes, then per 32 elements a word of four 7-bit sign indices
+// and a 4-bit scale.
+constexpr size_t kIq3xxsBlockBytes = 98;
+
+void dequantize_iq3_xxs(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq3xxsBlockBytes);
+    const float d = read_half(block);
+    const std::byte* indices = block + 2;
+    const std::byte* signs_and_scales = indices + 64;
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const uint32_t word = read_u32(signs_and_scales + 4 * ib);
+      const float db = d * (0.5f + static_cast<float>(word >> 28)) * 0.5f;
+      for (int l = 0; l < 4; ++l) {
+        const uint8_t signs = tables::ksigns_iq2xs[(word >> (7 * l)) & 127];
+        decode_signed_quads(tables::iq3xxs_grid[byte_at(indices, 8 * ib + 2 * l)],
+                            tables::iq3xxs_grid[byte_at(indices, 8 * ib + 2 * l + 1)], signs, db, y);
+        y += 8;
+      }
+    }
+  }
+}
+
+// IQ3_S: fp16 d, 64 low index bytes, 8 bytes of index top bits, 32 sign bytes, 4 bytes of two
+// 4-bit scales (one per 32 elements, odd multiples 1..31 of d).
+constexpr size_t kIq3sBlockBytes = 110;
+
+void dequantize_iq3_s(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq3sBlockBytes);
+    const float d = read_half(block);
+    const std::byte* low = block + 2;
+    const std::byte* high = low + 64;
+    const std::byte* signs = high + 8;
+    const std::byte* scales = signs + 32;
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const uint8_t scale_byte = byte_at(scales, ib / 2);
+      const int scale_bits = ib % 2 == 0 ? scale_byte & 0xF : scale_byte >> 4;
+      const float db = d * static_cast<float>(1 + 2 * scale_bits);
+      const int top = byte_at(high, ib);
+      for (int l = 0; l < 4; ++l) {
+        const int first = byte_at(low, 8 * ib + 2 * l) | ((top << (8 - 2 * l)) & 256);
+        const int second = byte_at(low, 8 * ib + 2 * l + 1) | ((top << (7 - 2 * l)) & 256);
+        decode_signed_quads(tables::iq3s_grid[first], tables::iq3s_grid[second], byte_at(signs, 4 * ib + l), db, y);
+        y += 8;
+      }
+    }
+  }
+}
+
+// Eight IQ1 grid elements (-1, 0, 1) shifted by +-delta, times the sub-block scale.
+void decode_iq1_octet(uint64_t entry, float scale, float delta, float* y) {
+  for (int j = 0; j < 8; ++j) {
+    const auto element = static_cast<int8_t>(grid_byte(entry, j));
+    y[j] = scale * (static_cast<float>(element) + delta);
+  }
+}
+
+// IQ1_S: fp16 d, 32 low index bytes, 8 uint16: four 3-bit index tops, a 3-bit scale, the delta sign.
+constexpr size_t kIq1sBlockBytes = 50;
+
+void dequantize_iq1_s(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq1sBlockBytes);
+    const float d = read_half(block);
+    const std::byte* low = block + 2;
+    const std::byte* high = low + 32;
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const uint16_t h = read_u16(high + 2 * ib);
+      const float dl = d * static_cast<float>(2 * ((h >> 12) & 7) + 1);
+      const float delta = (h & 0x8000) != 0 ? -kIq1Delta : kIq1Delta;
+      for (int l = 0; l < 4; ++l) {
+        const int index = byte_at(low, 4 * ib + l) | (((h >> (3 * l)) & 7) << 8);
+        decode_iq1_octet(tables::iq1s_grid[index], dl, delta, y);
+        y += 8;
+      }
+    }
+  }
+}
+
+// IQ1_M: 32 low index bytes, 16 bytes of two (3-bit index top, delta sign) nibbles, 8 bytes of
+// 3-bit scales whose top nibbles of the four uint16 together form the fp16 super-block scale.
+constexpr size_t kIq1mBlockBytes = 56;
+
+void dequantize_iq1_m(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq1mBlockBytes);
+    const std::byte* low = block;
+    const std::byte* high = low + 32;
+    uint16_t sc[4];
+    for (int k = 0; k < 4; ++k) sc[k] = read_u16(high + 16 + 2 * k);
+    const auto scale_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                                                  (sc[3] & 0xF000));
+    const float d = fp16_to_fp32(scale_bits);
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const int shift = 6 * (ib % 2);
+      const float dl[2] = {d * static_cast<float>(2 * ((sc[ib / 2] >> shift) & 7) + 1),
+                           d * static_cast<float>(2 * ((sc[ib / 2] >> (shift + 3)) & 7) + 1)};
+      for (int l = 0; l < 4; ++l) {
+        const uint8_t h = byte_at(high, 2 * ib + l / 2);
+        const int nibble = l % 2 == 0 ? h & 0xF : h >> 4;
+        const int index = byte_at(low, 4 * ib + l) | ((nibble & 7) << 8);
+        const float delta = (nibble & 8) != 0 ? -kIq1Delta : kIq1Delta;
+        decode_iq1_octet(tables::iq1s_grid[index], dl[l / 2], delta, y);
+        y += 8;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// IQ4_NL (fp16 d, 16 bytes of nibbles per 32 elements) and IQ4_XS (per 256: fp16 d, 16 bits of
+// scale tops, 4 bytes of scale nibbles, 128 bytes of nibbles; 6-bit scales offset by 32). The
+// nibbles index kvalues_iq4nl; element j of a 32-group is in the low nibble of byte j, element
+// j + 16 in its high nibble.
+constexpr int kIq4Group = 32;
+constexpr size_t kIq4nlBlockBytes = 18;
+constexpr size_t kIq4xsBlockBytes = 136;
+
+void decode_iq4_group(const std::byte* qs, float scale, float* y) {
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t q = byte_at(qs, j);
+    y[j] = scale * static_cast<float>(tables::kvalues_iq4nl[q & 0xF]);
+    y[j + 16] = scale * static_cast<float>(tables::kvalues_iq4nl[q >> 4]);
+  }
+}
+
+void dequantize_iq4_nl(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kIq4Group; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq4nlBlockBytes);
+    decode_iq4_group(block + 2, read_half(block), dst + b * kIq4Group);
+  }
+}
+
+void dequantize_iq4_xs(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq4xsBlockBytes);
+    const float d = read_half(block);
+    const uint16_t scales_high = read_u16(block + 2);
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const int low = (byte_at(block + 4, ib / 2) >> (4 * (ib % 2))) & 0xF;
+      const int scale = low | (((scales_high >> (2 * ib)) & 3) << 4);
+      decode_iq4_group(block + 8 + 16 * ib, d * static_cast<float>(scale - 32), dst + b * kSuperBlock + 32 * ib);
+    }
+  }
+}
+
+// ggml's round to nearest: adding 1.5 * 2^23 rounds to an integer in the mantissa (ties to even);
+// values beyond +-2^22 wrap instead of saturating, as in ggml.
+int nearest_int(float value) {
+  const float shifted = value + 12582912.0f;
+  const auto bits = std::bit_cast<int32_t>(shifted);
+  return (bits & 0x007FFFFF) - 0x00400000;
+}
+
+// Index of the kvalues_iq4nl entry nearest to x (a binary search; a tie goes to the larger entry).
+// NaN ends on the last index, as in ggml.
+int nearest_iq4_index(float x) {
+  const int8_t* values = tables::kvalues_iq4nl;
+  if (x <= static_cast<float>(values[0])) return 0;
+  if (x >= static_cast<float>(values[15])) return 15;
+  int lower = 0, upper = 15;
+  while (upper - lower > 1) {
+    const int middle = (lower + upper) / 2;
+    if (x < static_cast<float>(values[middle])) {
+      upper = middle;
+    } else {
+      lower = middle;
+    }
+  }
+  return x - static_cast<float>(values[upper - 1]) < static_cast<float>(values[upper]) - x ? upper - 1 : upper;
+}
+
+// Sums of weight * q * x and weight * q^2 for x quantized with 1/scale `inverse_scale`.
+struct WeightedSums {
+  float qx = 0;
+  float q2 = 0;
+};
+
+WeightedSums weighted_sums(const float* x, const float* weight, float inverse_scale) {
+  WeightedSums s;
+  for (int j = 0; j < kIq4Group; ++j) {
+    const float q = static_cast<float>(tables::kvalues_iq4nl[nearest_iq4_index(inverse_scale * x[j])]);
+    s.qx += weight[j] * q * x[j];
+    s.q2 += weight[j] * q * q;
+  }
+  return s;
+}
+
+constexpr float kGroupMaxEps = 1e-15f;
+constexpr int kScaleTries = 7;  // ggml_quantize_chunk's IQ4 callers search 2*7+1 scales
+
+// The least-squares scale of one 32-group, searched over scales that put the signed maximum near
+// each end of the table: zero for a (near) zero group.
+float best_group_scale(const float* x, const float* weight) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < kIq4Group; ++j) {
+    const float ax = std::fabs(x[j]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[j];
+    }
+  }
+  if (amax < kGroupMaxEps) return 0;
+  const auto lowest = static_cast<float>(tables::kvalues_iq4nl[0]);
+  const WeightedSums first = weighted_sums(x, weight, 1 / (-max / lowest));
+  float d = first.q2 > 0 ? first.qx / first.q2 : 0.f;
+  float best = d * first.qx;
+  for (int itry = -kScaleTries; itry <= kScaleTries; ++itry) {
+    const WeightedSums s = weighted_sums(x, weight, static_cast<float>(itry + tables::kvalues_iq4nl[0]) / max);
+    if (s.q2 > 0 && s.qx * s.qx > best * s.q2) {
+      d = s.qx / s.q2;
+      best = d * s.qx;
+    }
+  }
+  return d;
+}
+
+// Group weights: the importance matrix times sqrt(sigma2 + x^2) (sigma2 = twice the mean square
+// of the super-block), or x^2 without one.
+void group_weights(const float* x, const float* importance, float sigma2, float* weight) {
+  for (int j = 0; j < kIq4Group; ++j) {
+    weight[j] = importance != nullptr ? importance[j] * std::sqrt(sigma2 + x[j] * x[j]) : x[j] * x[j];
+  }
+}
+
+float twice_mean_square(const float* x, int n) {
+  float sigma2 = 0;
+  for (int j = 0; j < n; ++j) sigma2 += x[j] * x[j];
+  return sigma2 * (2.f / static_cast<float>(n));
+}
+
+void encode_iq4_group(const float* x, float inverse_scale, std::byte* qs) {
+  for (int j = 0; j < 16; ++j) {
+    const int low = nearest_iq4_index(inverse_scale * x[j]);
+    const int high = nearest_iq4_index(inverse_scale * x[j + 16]);
+    qs[j] = std::byte(static_cast<uint8_t>(low | (high << 4)));
+  }
+}
+
+void quantize_iq4_nl(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row, const float* imatrix) {
+  const int64_t blocks_per_row = n_per_row / kIq4Group;
+  for (int64_t row = 0; row < nrows; ++row) {
+    for (int64_t ib = 0; ib < blocks_per_row; ++ib) {
+      const float* x = src + row * n_per_row + ib * kIq4Group;
+      std::byte* block = dst + (row * blocks_per_row + ib) * static_cast<int64_t>(kIq4nlBlockBytes);
+      const float* importance = imatrix != nullptr ? imatrix + ib * kIq4Group : nullptr;
+      float weight[kIq4Group];
+      group_weights(x, importance, importance != nullptr ? twice_mean_square(x, kIq4Group) : 0.0f, weight);
+      const float scale = best_group_scale(x, weight);
+      write_half(block, scale);
+      encode_iq4_group(x, scale != 0.0f ? 1 / scale : 0, block + 2);
+    }
+  }
+}
+
+// IQ4_XS: each group's best scale is then quantized to 6 bits of d = -(largest-magnitude scale)/32,
+// and the group requantized with its rounded scale.
+void quantize_iq4_xs(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row, const float* imatrix) {
+  constexpr int kGroups = kSuperBlock / 32;
+  const int64_t blocks_per_row = n_per_row / kSuperBlock;
+  for (int64_t row = 0; row < nrows; ++row) {
+    for (int64_t ibl = 0; ibl < blocks_per_row; ++ibl) {
+      const float* x = src + row * n_per_row + ibl * kSuperBlock;
+      std::byte* block = dst + (row * blocks_per_row + ibl) * static_cast<int64_t>(kIq4xsBlockBytes);
+      const float* importance = imatrix != nullptr ? imatrix + ibl * kSuperBlock : nullptr;
+      const float sigma2 = importance != nullptr ? twice_mean_square(x, kSuperBlock) : 0.0f;
+      float scales[kGroups];
+      float max_scale = 0, amax_scale = 0;
+      for (int ib = 0; ib < kGroups; ++ib) {
+        float weight[kIq4Group];
+        group_weights(x + 32 * ib, importance != nullptr ? importance + 32 * ib : nullptr, sigma2, weight);
+        scales[ib] = best_group_scale(x + 32 * ib, weight);
+        if (std::fabs(scales[ib]) > amax_scale) {
+          amax_scale = std::fabs(scales[ib]);
+          max_scale = scales[ib];
+        }
+      }
+      const float d = -max_scale / 32;
+      write_half(block, d);
+      const float inverse_d = d != 0.0f ? 1 / d : 0.f;
+      uint16_t scales_high = 0;
+      uint8_t scales_low[kGroups / 2] = {};
+      for (int ib = 0; ib < kGroups; ++ib) {
+        int l = nearest_int(inverse_d * scales[ib]);
+        l = l < -32 ? -32 : (l > 31 ? 31 : l);
+        const float dl = d * static_cast<float>(l);
+        encode_iq4_group(x + 32 * ib, dl != 0.0f ? 1 / dl : 0.f, block + 8 + 16 * ib);
+        l += 32;
+        scales_low[ib / 2] = static_cast<uint8_t>(scales_low[ib / 2] | ((l & 0xF) << (4 * (ib % 2))));
+        scales_high = static_cast<uint16_t>(scales_high | ((l >> 4) << (2 * ib)));
+      }
+      std::memcpy(block + 2, &scales_high, 2);
+      std::memcpy(block + 4, scales_low, sizeof scales_low);
+    }
+  }
+}
+
+}  // namespace
+
+void register_iquant_kernels(KernelTable& table) {
+  entry(table, TensorType::IQ4_NL) = {dequantize_iq4_nl, quantize_iq4_nl, true, false};
+  entry(table, TensorType::IQ4_XS) = {dequantize_iq4_xs, quantize_iq4_xs, true, false};
+  entry(table, TensorType::IQ2_XXS) = {dequantize_iq2_xxs, nullptr, false, false};
+  entry(table, TensorType::IQ2_XS) = {dequantize_iq2_xs, nullptr, false, false};
+  entry(table, TensorType::IQ2_S) = {dequantize_iq2_s, nullptr, false, false};
+  entry(table, TensorType::IQ3_XXS) = {dequantize_iq3_xxs, nullptr, false, false};
+  entry(table, TensorType::IQ3_S) = {dequantize_iq3_s, nullptr, false, false};
+  entry(table, TensorType::IQ1_S) = {dequantize_iq1_s, nullptr, false, false};
+  entry(table, TensorType::IQ1_M) = {dequantize_iq1_m, nullptr, false, false};
+}
 
 }  // namespace ggufkit::quant

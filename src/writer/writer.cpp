@@ -231,6 +231,7 @@ Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) c
       }
     }
     if (auto r = write_zeros(sink, padded(t.size, alignment) - t.size); !r) return r;
+    if (options.progress) options.progress(static_cast<size_t>(&t - tensors_.data()) + 1, tensors_.size());
   }
   return {};
 }

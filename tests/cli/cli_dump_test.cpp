@@ -378,7 +378,7 @@ class CliDumpAwkward : public testing::Test {
     const std::span<const std::byte> weights(reinterpret_cast<const std::byte*>(kWeights), sizeof kWeights);
     ASSERT_TRUE(b.add_tensor("plain.weight", ggufkit::TensorType::F32, shape, weights));
     ASSERT_TRUE(b.add_tensor("bad\xFFname.weight", ggufkit::TensorType::F32, shape, weights));
-    const auto written = b.write_file(path_, {.sync = false});
+    const auto written = b.write_file(path_, {.sync = false, .progress = {}});
     ASSERT_TRUE(written) << written.error().describe();
   }
   void TearDown() override { fs::remove_all(dir_); }

@@ -302,7 +302,7 @@ TEST(CliInfo, JsonIsValidForANameThatIsNotUtf8) {
   ggufkit::GgufBuilder b;
   ASSERT_TRUE(b.set("general.architecture", ggufkit::MetadataValue::string("llama")));
   ASSERT_TRUE(b.set("general.name", ggufkit::MetadataValue::string("bad \xff\xfe name \x01")));
-  ASSERT_TRUE(b.write_file(file, {.sync = false}));
+  ASSERT_TRUE(b.write_file(file, {.sync = false, .progress = {}}));
   const CommandResult r = run_gguf({"info", "--json", file.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);  // throws on invalid UTF-8 or bad escapes

@@ -10,5 +10,6 @@ using Runner = std::function<int()>;
 Runner register_info(CLI::App& app);
 Runner register_dump(CLI::App& app);
 Runner register_extract(CLI::App& app);
+Runner register_quantize(CLI::App& app);
 
 }  // namespace gguf_cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add(gguf_cli::register_info);
   add(gguf_cli::register_dump);
   add(gguf_cli::register_extract);
+  add(gguf_cli::register_quantize);
 
   // CLI11 would call an unknown verb a missing subcommand; say what is wrong instead.
   const auto is_verb = [&](std::string_view name) {

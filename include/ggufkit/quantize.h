@@ -1,0 +1,60 @@
+// Quantizing a whole model file, as llama.cpp's llama_model_quantize does, streamed: a few tensors'
+// worth of memory whatever the model's size, the output written atomically.
+//
+// Today: --pure (every tensor llama-quantize would convert becomes one type). The per-tensor type
+// rules of the presets (Q4_K_M and friends) plug into plan_quantize later.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggufkit/error.h"
+#include "ggufkit/quant.h"
+#include "ggufkit/reader.h"
+
+namespace ggufkit {
+
+struct QuantizeOptions {
+  uint32_t file_type = 0;        // a llama_ftype id: what general.file_type says, and the default type
+  bool pure = true;              // every convertible tensor gets the file type's default type
+  bool quantize_output_tensor = true;
+  Threads threads{0};
+  // Set from another thread (a signal handler) to stop; the output is then not written.
+  const std::atomic<bool>* cancel = nullptr;
+  // Called after each tensor is written: (tensors done, tensors in all), in plan order.
+  std::function<void(size_t, size_t)> progress;
+  bool sync = true;  // flush the output to the disk before it is renamed into place
+};
+
+// What happens to one tensor.
+struct TensorPlan {
+  const TensorInfo* tensor = nullptr;
+  TensorType target = TensorType::F32;
+  bool convert = false;      // false: the bytes are copied
+  std::string note;          // why, when it is not the default type (fallbacks)
+};
+
+struct QuantizePlan {
+  std::vector<TensorPlan> tensors;  // in the order they are written (llama.cpp's order)
+  uint64_t tensor_bytes = 0;         // the output's tensor data, padding included
+};
+
+// The ggml type a llama_ftype quantizes to by default (llama.cpp's table); nullopt for removed
+// or unknown ids.
+std::optional<TensorType> file_type_default_type(uint32_t file_type);
+// The llama_ftype llama-quantize uses for a type name given alone (q4_K -> MOSTLY_Q4_K_M, as its
+// "Q4_K" alias).
+std::optional<uint32_t> file_type_for_type(TensorType type);
+// Whether llama.cpp quantizes a tensor of this name and shape at all (norms, 1-D tensors, position
+// embeddings and the other exceptions stay as they are).
+bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options);
+
+Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options);
+Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path& output, const QuantizeOptions& options);
+
+}  // namespace ggufkit

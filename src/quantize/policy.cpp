@@ -1,0 +1,154 @@
+// Which tensors llama.cpp quantizes, to what, and in which order it writes them
+// (src/llama-quant.cpp and src/llama-model-loader.h of llama.cpp 80fb11ac, as behaviour).
+#include <algorithm>
+#include <cstdio>
+
+#include "ggufkit/quantize.h"
+
+namespace ggufkit {
+namespace {
+
+// Substrings that keep a weight out of quantization, whatever the preset.
+constexpr std::string_view kNeverQuantized[] = {
+    "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel", "per_layer_model_proj",
+    "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight",
+    "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight", "time_mix_w2.weight",
+    "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight", "time_mix_a0.weight", "time_mix_a1.weight",
+    "time_mix_a2.weight", "time_mix_g1.weight", "time_mix_g2.weight", "time_mix_decay_w1.weight",
+    "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd",
+    "sam.pos_embd", "sam.neck.", "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook",
+    "mm.a.code_embd"};
+// Whole names that stay as they are.
+constexpr std::string_view kNeverQuantizedNames[] = {"position_embd.weight", "token_types.weight"};
+
+// ggml_n_dims: dimensions up to the last one larger than 1.
+int effective_dims(const TensorInfo& t) {
+  for (int d = kMaxDimensions - 1; d > 0; --d) {
+    if (t.ne[static_cast<size_t>(d)] > 1) return d + 1;
+  }
+  return 1;
+}
+
+// When a row is not a whole number of blocks of the target type: llama.cpp's fallback types.
+struct Fallback {
+  TensorType from, to;
+};
+constexpr Fallback kFallbacks[] = {
+    {TensorType::IQ1_S, TensorType::IQ4_NL},  {TensorType::IQ1_M, TensorType::IQ4_NL},
+    {TensorType::IQ2_XXS, TensorType::IQ4_NL}, {TensorType::IQ2_XS, TensorType::IQ4_NL},
+    {TensorType::IQ2_S, TensorType::IQ4_NL},  {TensorType::IQ3_XXS, TensorType::IQ4_NL},
+    {TensorType::IQ3_S, TensorType::IQ4_NL},  {TensorType::IQ4_XS, TensorType::IQ4_NL},
+    {TensorType::Q2_0, TensorType::Q4_0},     {TensorType::Q2_K, TensorType::Q4_0},
+    {TensorType::Q3_K, TensorType::Q4_0},     {TensorType::TQ1_0, TensorType::Q4_0},
+    {TensorType::TQ2_0, TensorType::Q4_0},    {TensorType::Q4_K, TensorType::Q5_0},
+    {TensorType::Q5_K, TensorType::Q5_1},     {TensorType::Q6_K, TensorType::Q8_0},
+};
+
+// The default type of each llama_ftype.
+struct FileTypeDefault {
+  uint32_t file_type;
+  TensorType type;
+};
+constexpr FileTypeDefault kDefaults[] = {
+    {0, TensorType::F32},      {1, TensorType::F16},      {2, TensorType::Q4_0},    {3, TensorType::Q4_1},
+    {7, TensorType::Q8_0},     {8, TensorType::Q5_0},     {9, TensorType::Q5_1},    {10, TensorType::Q2_K},
+    {11, TensorType::Q3_K},    {12, TensorType::Q3_K},    {13, TensorType::Q3_K},   {14, TensorType::Q4_K},
+    {15, TensorType::Q4_K},    {16, TensorType::Q5_K},    {17, TensorType::Q5_K},   {18, TensorType::Q6_K},
+    {19, TensorType::IQ2_XXS}, {20, TensorType::IQ2_XS},  {21, TensorType::Q2_K},   {22, TensorType::IQ3_S},
+    {23, TensorType::IQ3_XXS}, {24, TensorType::IQ1_S},   {25, TensorType::IQ4_NL}, {26, TensorType::IQ3_S},
+    {27, TensorType::IQ3_S},   {28, TensorType::IQ2_XS},  {29, TensorType::IQ2_S},  {30, TensorType::IQ4_XS},
+    {31, TensorType::IQ1_M},   {32, TensorType::BF16},    {36, TensorType::TQ1_0},  {37, TensorType::TQ2_0},
+    {38, TensorType::MXFP4},   {39, TensorType::NVFP4},   {40, TensorType::Q1_0},   {41, TensorType::Q2_0},
+};
+
+// llama-quantize's names for a type given alone: "Q4_K" is its alias for Q4_K_M, and so on.
+constexpr FileTypeDefault kTypeAliases[] = {
+    {0, TensorType::F32},     {1, TensorType::F16},     {32, TensorType::BF16},   {2, TensorType::Q4_0},
+    {3, TensorType::Q4_1},    {8, TensorType::Q5_0},    {9, TensorType::Q5_1},    {7, TensorType::Q8_0},
+    {10, TensorType::Q2_K},   {12, TensorType::Q3_K},   {15, TensorType::Q4_K},   {17, TensorType::Q5_K},
+    {18, TensorType::Q6_K},   {25, TensorType::IQ4_NL}, {30, TensorType::IQ4_XS}, {26, TensorType::IQ3_S},
+    {36, TensorType::TQ1_0},  {37, TensorType::TQ2_0},  {38, TensorType::MXFP4},  {39, TensorType::NVFP4},
+    {40, TensorType::Q1_0},   {41, TensorType::Q2_0},   {19, TensorType::IQ2_XXS}, {20, TensorType::IQ2_XS},
+    {29, TensorType::IQ2_S},  {23, TensorType::IQ3_XXS}, {24, TensorType::IQ1_S},   {31, TensorType::IQ1_M},
+};
+
+}  // namespace
+
+std::optional<TensorType> file_type_default_type(uint32_t file_type) {
+  for (const auto& d : kDefaults) {
+    if (d.file_type == file_type) return d.type;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> file_type_for_type(TensorType type) {
+  for (const auto& a : kTypeAliases) {
+    if (a.type == type) return a.file_type;
+  }
+  return std::nullopt;
+}
+
+bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options) {
+  if (effective_dims(tensor) < 2) return false;  // 2-D and 3-D (experts) only
+  if (!name.ends_with("weight")) return false;
+  if (!options.quantize_output_tensor && name == "output.weight") return false;
+  return std::ranges::none_of(kNeverQuantized, [&](std::string_view s) { return name.find(s) != std::string_view::npos; }) &&
+         std::ranges::find(kNeverQuantizedNames, name) == std::end(kNeverQuantizedNames);
+}
+
+namespace {
+
+// llama.cpp's fallback, and F16 when even that does not fit.
+TensorType with_fallback(TensorType target, const TensorInfo& t, std::string& note) {
+  const auto fits = [&](TensorType type) { return t.ne[0] % type_traits(type).block_size == 0; };
+  if (fits(target)) return target;
+  // Types of 32-element blocks have nothing smaller to fall back to: F16, as when a fallback fails.
+  TensorType chosen = target;
+  for (const Fallback& f : kFallbacks) {
+    if (f.from == target) chosen = f.to;
+  }
+  if (!fits(chosen)) chosen = TensorType::F16;
+  note = std::string("rows of ") + std::to_string(t.ne[0]) + " do not fit " + std::string(type_name(target)) +
+         " blocks: " + std::string(type_name(chosen));
+  return chosen;
+}
+
+// llama.cpp writes tensors ordered by layer ("blk.N."; others first), then by name.
+int layer_of(std::string_view name) {
+  int layer = -1;
+  const std::string s(name);
+  std::sscanf(s.c_str(), "blk.%d.", &layer);
+  return layer;
+}
+
+}  // namespace
+
+Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options) {
+  const auto default_type = file_type_default_type(options.file_type);
+  if (!default_type) {
+    return make_error(ErrorCode::invalid_argument, 0, {},
+                      "file type " + std::to_string(options.file_type) + " has no quantization type");
+  }
+  if (!options.pure) {
+    return make_error(ErrorCode::invalid_argument, 0, {}, "only --pure quantization is implemented so far");
+  }
+  QuantizePlan plan;
+  for (const TensorInfo& t : input.tensors()) {
+    TensorPlan p{&t, t.type, false, {}};
+    if (tensor_allows_quantization(t.name, t, options)) {
+      p.target = type_traits(*default_type).quantized ? with_fallback(*default_type, t, p.note) : *default_type;
+      p.convert = p.target != t.type;
+    }
+    const uint64_t rows = t.ne[0] == 0 ? 0 : static_cast<uint64_t>(t.n_elements() / t.ne[0]);
+    const uint64_t bytes = *row_size(p.target, t.ne[0]) * rows;
+    plan.tensor_bytes += (bytes + input.alignment() - 1) / input.alignment() * input.alignment();
+    plan.tensors.push_back(std::move(p));
+  }
+  std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const TensorPlan& a, const TensorPlan& b) {
+    const int la = layer_of(a.tensor->name), lb = layer_of(b.tensor->name);
+    return la != lb ? la < lb : a.tensor->name < b.tensor->name;
+  });
+  return plan;
+}
+
+}  // namespace ggufkit

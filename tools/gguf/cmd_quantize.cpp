@@ -1,0 +1,118 @@
+// gguf quantize IN OUT TYPE --pure [--threads N] [--dry-run]: llama-quantize's job, byte for byte.
+#include <csignal>
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "ggufkit/conventions.h"
+#include "ggufkit/quantize.h"
+#include "output.h"
+
+namespace gguf_cli {
+namespace {
+
+struct QuantizeArgs {
+  std::string input, output, type;
+  bool pure = false;
+  bool dry_run = false;
+  unsigned threads = 0;
+};
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_interrupt(int) { g_cancel.store(true); }
+
+// TYPE is a llama_ftype name (Q4_K_M, mostly_q4_k_m) or a tensor type name (q4_K: llama-quantize's
+// alias for Q4_K_M), in any case.
+std::optional<uint32_t> resolve_file_type(const std::string& name) {
+  if (const auto t = ggufkit::parse_tensor_type(name)) return ggufkit::file_type_for_type(*t);
+  return ggufkit::parse_file_type(name);
+}
+
+int run_quantize(const QuantizeArgs& args) {
+  const auto file_type = resolve_file_type(args.type);
+  if (!file_type || !ggufkit::file_type_default_type(*file_type)) {
+    fmt::print(stderr, "gguf: '{}' is not a quantization type (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...)\n", args.type);
+    return kUsageOrIoError;
+  }
+  if (!args.pure) {
+    fmt::print(stderr, "gguf: quantize: the preset type mixes (Q4_K_M's per-tensor choices) are not implemented yet; "
+                       "use --pure to give every quantizable tensor the type {}\n",
+               ggufkit::type_name(*ggufkit::file_type_default_type(*file_type)));
+    return kUsageOrIoError;
+  }
+  std::error_code ec;
+  if (std::filesystem::equivalent(args.input, args.output, ec)) {
+    fmt::print(stderr, "gguf: quantize: the output would overwrite the input {}\n", args.input);
+    return kUsageOrIoError;
+  }
+  const auto input = open_or_report(args.input);
+  if (!input) return kUsageOrIoError;
+
+  ggufkit::QuantizeOptions options;
+  options.file_type = *file_type;
+  options.pure = args.pure;
+  options.threads = ggufkit::Threads{args.threads};
+  options.cancel = &g_cancel;
+  auto plan = ggufkit::plan_quantize(*input, options);
+  if (!plan) {
+    report_error(args.input, plan.error());
+    return kUsageOrIoError;
+  }
+  if (args.dry_run) {
+    for (const auto& p : plan->tensors) {
+      fmt::print("{:<40} {:>8} -> {:<8} {}\n", p.tensor->name, ggufkit::type_name(p.tensor->type),
+                 ggufkit::type_name(p.target), p.convert ? p.note : "copied");
+    }
+    fmt::print("tensor data: {} ({} bytes)\n", human_bytes(plan->tensor_bytes), plan->tensor_bytes);
+    return kOk;
+  }
+  // Progress on stderr: tensor, percent of the bytes, time left.
+  std::vector<uint64_t> cumulative;
+  uint64_t sum = 0;
+  for (const auto& p : plan->tensors) {
+    sum += *ggufkit::row_size(p.target, p.tensor->ne[0]) *
+           static_cast<uint64_t>(p.tensor->ne[0] ? p.tensor->n_elements() / p.tensor->ne[0] : 0);
+    cumulative.push_back(sum);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  options.progress = [&](size_t done, size_t all) {
+    const double fraction = sum ? static_cast<double>(cumulative[done - 1]) / static_cast<double>(sum) : 1.0;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+    const auto& p = plan->tensors[done - 1];
+    fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left,
+               p.tensor->name, ggufkit::type_name(p.target));
+  };
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  auto r = ggufkit::quantize_model(*input, args.output, options);
+  if (!r) {
+    if (g_cancel.load()) {
+      fmt::print(stderr, "gguf: quantize: interrupted; {} was not written\n", args.output);
+      return 130;
+    }
+    report_error(args.input, r.error());
+    return kUsageOrIoError;
+  }
+  fmt::print("{}\n", args.output);
+  return kOk;
+}
+
+}  // namespace
+
+Runner register_quantize(CLI::App& app) {
+  auto args = std::make_shared<QuantizeArgs>();
+  CLI::App* cmd = app.add_subcommand("quantize", "Quantize a model as llama-quantize does (byte-identical output)");
+  cmd->add_option("input", args->input, "GGUF model to read")->required();
+  cmd->add_option("output", args->output, "GGUF file to write (never the input)")->required();
+  cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...) or a file type (Q4_K_M)")
+      ->required();
+  cmd->add_flag("--pure", args->pure, "Every quantizable tensor gets the type (llama-quantize --pure)");
+  cmd->add_flag("--dry-run", args->dry_run, "Print each tensor's type and the data size; write nothing");
+  cmd->add_option("--threads", args->threads, "Threads (default: one per core)");
+  return [args] { return run_quantize(*args); };
+}
+
+}  // namespace gguf_cli
