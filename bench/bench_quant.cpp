@@ -87,8 +87,10 @@ int main(int argc, char** argv) {
     std::vector<std::byte> ours(row_bytes * rows), theirs(row_bytes * rows);
 
     // Quantize: ggml's bytes are the reference; the dequantize rows below decode them.
-    const bool ggml_quantizes = !oracle->requires_imatrix(static_cast<uint32_t>(type)) &&
-                                type != TensorType::F32 && (t.quantized || type == TensorType::F16 || type == TensorType::BF16);
+    // The types ggml_quantize_chunk encodes without an importance matrix (it aborts on the others).
+    const bool ggml_quantizes = !oracle->requires_imatrix(static_cast<uint32_t>(type)) && type != TensorType::Q8_1 &&
+                                type != TensorType::Q8_K &&
+                                (t.quantized || type == TensorType::F16 || type == TensorType::BF16);
     if (ggml_quantizes) oracle->quantize_chunk(static_cast<uint32_t>(type), src.data(), theirs.data(), rows, n_per_row, nullptr);
     if (caps.quantize && ggml_quantizes && !caps.requires_imatrix) {
       if (!quantize(type, src, ours, n_per_row) || ours != theirs) {
