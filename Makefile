@@ -41,10 +41,8 @@ test-asan: asan
 	@ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE oracle
 
 test: deps oracle
-	@$(MAKE) --no-print-directory test-release
-	@$(MAKE) --no-print-directory test-asan
-	@$(MAKE) --no-print-directory fuzz
-	@echo "make test: all suites passed"
+	@$(MAKE) --no-print-directory build asan fuzz-build
+	@scripts/run-tests.sh $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)/fuzz/fuzz_reader $(FUZZ_SECONDS)
 
 demo: deps build
 	@scripts/demo.sh $(BUILD)/gguf $(SAMPLE)

@@ -50,7 +50,12 @@ struct TensorInfo {
   uint64_t info_offset = 0;                  // file offset of this tensor's info record
 
   std::span<const int64_t> shape() const { return {ne.data(), n_dims}; }
-  int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+  // Validated not to overflow; a zero dimension makes it 0 before any product is formed (the
+  // other dimensions may be huge).
+  int64_t n_elements() const {
+    if (ne[0] == 0 || ne[1] == 0 || ne[2] == 0 || ne[3] == 0) return 0;
+    return ne[0] * ne[1] * ne[2] * ne[3];
+  }
 };
 
 class GgufFile {

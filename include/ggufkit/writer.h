@@ -100,7 +100,8 @@ class GgufBuilder {
   };
   Expected<void> add_tensor_impl(std::string_view name, TensorType type, std::span<const int64_t> shape,
                                  std::span<const std::byte> data, TensorProducer producer);
-  void encode_header(std::vector<std::byte>& out, const WriteOptions& options) const;
+  void encode_header(std::vector<std::byte>& out) const;  // without the padding
+  uint64_t header_padding(uint64_t unpadded, const WriteOptions& options) const;
 
   uint32_t version_ = kGgufVersionLatest;
   std::vector<Entry> kvs_;

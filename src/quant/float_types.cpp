@@ -3,6 +3,7 @@
 
 #include "quant/fp16.h"
 #include "quant/kernels.h"
+#include "quant/simd.h"
 
 namespace ggufkit::quant {
 namespace {
@@ -18,16 +19,55 @@ void widen(const std::byte* src, float* dst, int64_t n) {
 
 void f32_to_float(const std::byte* src, float* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 
+#if GGUFKIT_QUANT_X86
+// F16C's conversion is exact and quiets a signaling NaN keeping its payload, as fp16_to_fp32 does.
+GGUFKIT_TARGET_AVX2 int64_t f16_to_float_avx2(const std::byte* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i h0 = simd::load32(src + 2 * i);
+    const __m256i h1 = simd::load32(src + 2 * i + 32);
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(simd::low_half(h0)));
+    _mm256_storeu_ps(dst + i + 8, _mm256_cvtph_ps(simd::high_half(h0)));
+    _mm256_storeu_ps(dst + i + 16, _mm256_cvtph_ps(simd::low_half(h1)));
+    _mm256_storeu_ps(dst + i + 24, _mm256_cvtph_ps(simd::high_half(h1)));
+  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(simd::load16(src + 2 * i)));
+  return i;
+}
+#endif
+
 void f16_to_float(const std::byte* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t done = 0;
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) done = f16_to_float_avx2(src, dst, n);
+#endif
+  for (int64_t i = done; i < n; ++i) {
     uint16_t h;
     std::memcpy(&h, src + 2 * i, 2);
     dst[i] = fp16_to_fp32(h);
   }
 }
 
+#if GGUFKIT_QUANT_X86
+GGUFKIT_TARGET_AVX2 int64_t bf16_to_float_avx2(const std::byte* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = simd::load32(src + 2 * i);
+    const __m256i low = _mm256_slli_epi32(_mm256_cvtepu16_epi32(simd::low_half(h)), 16);
+    const __m256i high = _mm256_slli_epi32(_mm256_cvtepu16_epi32(simd::high_half(h)), 16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), low);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 8), high);
+  }
+  return i;
+}
+#endif
+
 void bf16_to_float(const std::byte* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t done = 0;
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) done = bf16_to_float_avx2(src, dst, n);
+#endif
+  for (int64_t i = done; i < n; ++i) {
     uint16_t h;
     std::memcpy(&h, src + 2 * i, 2);
     dst[i] = bf16_to_fp32(h);

@@ -7,6 +7,7 @@
 
 #include "quant/fp16.h"
 #include "quant/kernels.h"
+#include "quant/simd.h"
 #include "quant/tables.h"
 
 namespace ggufkit::quant {
@@ -45,9 +46,10 @@ uint8_t grid_byte(Entry entry, int j) {
 // scale * magnitude, negated when the sign bit is set. ggml multiplies by +-1.0f, which its
 // compiler turns into a negation: a NaN scale comes out with its sign flipped, as here (a real
 // multiplication would keep the NaN's sign).
+// The negation flips the sign bit without a branch: the signs are random, a branch mispredicts.
 float signed_product(float scale, uint8_t magnitude, bool negative) {
   const float product = scale * static_cast<float>(magnitude);
-  return negative ? -product : product;
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(product) ^ (static_cast<uint32_t>(negative) << 31));
 }
 
 // Eight codebook elements with their sign byte (bit j negates element j).
@@ -196,7 +198,38 @@ void decode_iq1_octet(uint64_t entry, float scale, float delta, float* y) {
 // IQ1_S: fp16 d, 32 low index bytes, 8 uint16: four 3-bit index tops, a 3-bit scale, the delta sign.
 constexpr size_t kIq1sBlockBytes = 50;
 
+#if GGUFKIT_QUANT_X86
+// decode_iq1_octet: the grid entry's eight bytes are its eight signed elements, first in the low byte.
+GGUFKIT_TARGET_AVX2 void decode_iq1_octet_avx2(uint64_t entry, __m256 scale, __m256 delta, float* y) {
+  const __m256 element = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(static_cast<long long>(entry))));
+  _mm256_storeu_ps(y, _mm256_mul_ps(scale, _mm256_add_ps(element, delta)));
+}
+
+GGUFKIT_TARGET_AVX2 void dequantize_iq1_s_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq1sBlockBytes);
+    const float d = read_half(block);
+    const std::byte* low = block + 2;
+    const std::byte* high = low + 32;
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const uint16_t h = read_u16(high + 2 * ib);
+      const __m256 dl = _mm256_set1_ps(d * static_cast<float>(2 * ((h >> 12) & 7) + 1));
+      const __m256 delta = _mm256_set1_ps((h & 0x8000) != 0 ? -kIq1Delta : kIq1Delta);
+      for (int l = 0; l < 4; ++l) {
+        const int index = byte_at(low, 4 * ib + l) | (((h >> (3 * l)) & 7) << 8);
+        decode_iq1_octet_avx2(tables::iq1s_grid[index], dl, delta, y);
+        y += 8;
+      }
+    }
+  }
+}
+#endif
+
 void dequantize_iq1_s(const std::byte* src, float* dst, int64_t n) {
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) return dequantize_iq1_s_avx2(src, dst, n);
+#endif
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const std::byte* block = src + b * static_cast<int64_t>(kIq1sBlockBytes);
     const float d = read_half(block);
@@ -220,7 +253,41 @@ void dequantize_iq1_s(const std::byte* src, float* dst, int64_t n) {
 // 3-bit scales whose top nibbles of the four uint16 together form the fp16 super-block scale.
 constexpr size_t kIq1mBlockBytes = 56;
 
+#if GGUFKIT_QUANT_X86
+GGUFKIT_TARGET_AVX2 void dequantize_iq1_m_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kIq1mBlockBytes);
+    const std::byte* low = block;
+    const std::byte* high = low + 32;
+    uint16_t sc[4];
+    for (int k = 0; k < 4; ++k) sc[k] = read_u16(high + 16 + 2 * k);
+    const auto scale_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                                                  (sc[3] & 0xF000));
+    const float d = fp16_to_fp32(scale_bits);
+    float* y = dst + b * kSuperBlock;
+    for (int ib = 0; ib < kSuperBlock / 32; ++ib) {
+      const int shift = 6 * (ib % 2);
+      const __m256 dl[2] = {_mm256_set1_ps(d * static_cast<float>(2 * ((sc[ib / 2] >> shift) & 7) + 1)),
+                            _mm256_set1_ps(d * static_cast<float>(2 * ((sc[ib / 2] >> (shift + 3)) & 7) + 1))};
+      for (int l = 0; l < 4; ++l) {
+        const uint8_t h = byte_at(high, 2 * ib + l / 2);
+        const int nibble = l % 2 == 0 ? h & 0xF : h >> 4;
+        const int index = byte_at(low, 4 * ib + l) | ((nibble & 7) << 8);
+        // The sign of the shift set without a branch (the signs are random, a branch mispredicts).
+        const uint32_t delta_bits = std::bit_cast<uint32_t>(kIq1Delta) | (static_cast<uint32_t>(nibble & 8) << 28);
+        const __m256 delta = _mm256_set1_ps(std::bit_cast<float>(delta_bits));
+        decode_iq1_octet_avx2(tables::iq1s_grid[index], dl[l / 2], delta, y);
+        y += 8;
+      }
+    }
+  }
+}
+#endif
+
 void dequantize_iq1_m(const std::byte* src, float* dst, int64_t n) {
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) return dequantize_iq1_m_avx2(src, dst, n);
+#endif
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const std::byte* block = src + b * static_cast<int64_t>(kIq1mBlockBytes);
     const std::byte* low = block;

@@ -6,12 +6,15 @@
 // scales as stored, so the levels agree with what a reader decodes.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
 #include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
+#include "quant/simd.h"
 
 namespace ggufkit::quant {
 namespace {
@@ -68,7 +71,6 @@ uint8_t as_byte(int value) { return static_cast<uint8_t>(value); }
 // ---- bit layouts
 
 // 2-bit levels of q2_K/q3_K: value e sits at bits 2*((e%128)/32) of qs[(e/128)*32 + e%32].
-int unpack_2bit(const uint8_t* qs, int e) { return (qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
 template <class Level>
 void pack_2bit(const Level* levels, uint8_t* qs) {
   for (int chunk = 0; chunk < kSuperBlock; chunk += 128) {
@@ -117,12 +119,6 @@ ScaleMin scale_min_k4(const uint8_t* scales, int j) {
 
 // q6_K: value e = 128c + 32g + l has its low nibble in ql[64c + l + 32(g%2)] (high nibble when
 // g >= 2) and its high 2 bits at bits 2g of qh[32c + l].
-int q6k_level(const BlockQ6K& b, int e) {
-  const int c = e / 128, g = (e % 128) / 32, l = e % 32;
-  const int low = (b.ql[64 * c + l + 32 * (g % 2)] >> (4 * (g / 2))) & 0xF;
-  const int high = (b.qh[32 * c + l] >> (2 * g)) & 3;
-  return low | (high << 4);
-}
 void pack_q6k(const int8_t* levels, BlockQ6K& b) {
   for (int c = 0; c < 2; ++c) {
     for (int l = 0; l < 32; ++l) {
@@ -134,56 +130,213 @@ void pack_q6k(const int8_t* levels, BlockQ6K& b) {
   }
 }
 
+// ---- dequantize, AVX2 (same operations per value as the scalar kernels below)
+
+#if GGUFKIT_QUANT_X86
+// The AVX2 kernels read each block in place (a copy to the stack costs more than the decoding).
+#define GGUFKIT_FIELD(field) (reinterpret_cast<const uint8_t*>(block) + offsetof(B, field))
+float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return half(h);
+}
+
+GGUFKIT_TARGET_AVX2 void dequantize_q2_K_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n / kSuperBlock; ++i) {
+    using B = BlockQ2K;
+    const std::byte* block = src + i * static_cast<int64_t>(sizeof(B));
+    float* y = dst + i * kSuperBlock;
+    const float d = half_at(GGUFKIT_FIELD(d)), min = half_at(GGUFKIT_FIELD(dmin));
+    for (int g = 0; g < 8; ++g) {  // 32 values: the 2-bit field g%4 of qs[32*(g/4) ...]
+      const __m256i q = _mm256_and_si256(_mm256_srl_epi16(simd::load32(GGUFKIT_FIELD(qs) + 32 * (g / 4)), _mm_cvtsi32_si128(2 * (g % 4))),
+                                         _mm256_set1_epi8(3));
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sc = GGUFKIT_FIELD(scales)[2 * g + h];
+        const __m256 dl = _mm256_set1_ps(d * static_cast<float>(sc & 0xF));
+        const __m256 ml = _mm256_set1_ps(min * static_cast<float>(sc >> 4));
+        simd::store16_d_times_q_minus_m(h == 0 ? simd::low_half(q) : simd::high_half(q), dl, ml, y + 32 * g + 16 * h);
+      }
+    }
+  }
+}
+
+GGUFKIT_TARGET_AVX2 void dequantize_q3_K_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n / kSuperBlock; ++i) {
+    using B = BlockQ3K;
+    const std::byte* block = src + i * static_cast<int64_t>(sizeof(B));
+    float* y = dst + i * kSuperBlock;
+    const float d = half_at(GGUFKIT_FIELD(d));
+    const __m256i hmask = simd::load32(GGUFKIT_FIELD(hmask));
+    for (int g = 0; g < 8; ++g) {
+      const __m256i low2 = _mm256_and_si256(
+          _mm256_srl_epi16(simd::load32(GGUFKIT_FIELD(qs) + 32 * (g / 4)), _mm_cvtsi32_si128(2 * (g % 4))), _mm256_set1_epi8(3));
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << g));
+      const __m256i high_set = _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit);
+      const __m256i q = _mm256_sub_epi8(low2, _mm256_andnot_si256(high_set, _mm256_set1_epi8(4)));
+      for (int h = 0; h < 2; ++h) {
+        const __m256 dl = _mm256_set1_ps(d * static_cast<float>(q3k_scale(GGUFKIT_FIELD(scales), 2 * g + h)));
+        simd::store16_d_times_q(h == 0 ? simd::low_half(q) : simd::high_half(q), dl, y + 32 * g + 16 * h);
+      }
+    }
+  }
+}
+
+template <class Block>
+GGUFKIT_TARGET_AVX2 void dequantize_q45_K_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n / kSuperBlock; ++i) {
+    using B = Block;
+    const std::byte* block = src + i * static_cast<int64_t>(sizeof(B));
+    float* y = dst + i * kSuperBlock;
+    const float d = half_at(GGUFKIT_FIELD(d)), min = half_at(GGUFKIT_FIELD(dmin));
+    for (int chunk = 0; chunk < 4; ++chunk) {  // sub-blocks 2*chunk (low nibbles) and 2*chunk+1
+      const __m256i qs = simd::load32(GGUFKIT_FIELD(qs) + 32 * chunk);
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * chunk + h;
+        __m256i q = h == 0 ? simd::low_nibbles(qs) : simd::high_nibbles(qs);
+        if constexpr (std::is_same_v<Block, BlockQ5K>) {
+          const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << j));
+          const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(simd::load32(GGUFKIT_FIELD(qh)), bit), bit);
+          q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+        }
+        const ScaleMin sm = scale_min_k4(GGUFKIT_FIELD(scales), j);
+        const __m256 dl = _mm256_set1_ps(d * static_cast<float>(sm.scale));
+        const __m256 ml = _mm256_set1_ps(min * static_cast<float>(sm.min));
+        simd::store16_d_times_q_minus_m(simd::low_half(q), dl, ml, y + 32 * j);
+        simd::store16_d_times_q_minus_m(simd::high_half(q), dl, ml, y + 32 * j + 16);
+      }
+    }
+  }
+}
+
+GGUFKIT_TARGET_AVX2 void dequantize_q6_K_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n / kSuperBlock; ++i) {
+    using B = BlockQ6K;
+    const std::byte* block = src + i * static_cast<int64_t>(sizeof(B));
+    float* y = dst + i * kSuperBlock;
+    const float d = half_at(GGUFKIT_FIELD(d));
+    const __m256i three = _mm256_set1_epi8(3);
+    for (int c = 0; c < 2; ++c) {
+      const __m256i ql_a = simd::load32(GGUFKIT_FIELD(ql) + 64 * c), ql_b = simd::load32(GGUFKIT_FIELD(ql) + 64 * c + 32);
+      const __m256i qh = simd::load32(GGUFKIT_FIELD(qh) + 32 * c);
+      for (int g = 0; g < 4; ++g) {  // values 128c + 32g + l
+        const __m256i ql = g % 2 == 0 ? ql_a : ql_b;
+        const __m256i low = g < 2 ? simd::low_nibbles(ql) : simd::high_nibbles(ql);
+        const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), three);
+        const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+        const int e = 128 * c + 32 * g;
+        for (int h = 0; h < 2; ++h) {
+          const __m256 dl = _mm256_set1_ps(d * static_cast<float>(static_cast<int8_t>(GGUFKIT_FIELD(scales)[e / 16 + h])));
+          simd::store16_d_times_q(h == 0 ? simd::low_half(q) : simd::high_half(q), dl, y + e + 16 * h);
+        }
+      }
+    }
+  }
+}
+
+GGUFKIT_TARGET_AVX2 void dequantize_q8_K_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n / kSuperBlock; ++i) {
+    const std::byte* block = src + i * static_cast<int64_t>(sizeof(BlockQ8K));
+    float d;
+    std::memcpy(&d, block + offsetof(BlockQ8K, d), sizeof d);
+    const __m256 vd = _mm256_set1_ps(d);
+    const std::byte* qs = block + offsetof(BlockQ8K, qs);
+    for (int k = 0; k < kSuperBlock; k += 16) simd::store16_q_times_d(simd::load16(qs + k), vd, dst + i * kSuperBlock + k);
+  }
+}
+
+#undef GGUFKIT_FIELD
+
+#define GGUFKIT_DISPATCH_AVX2(name) \
+  if (simd::has_avx2()) return name##_avx2(src, dst, n);
+#else
+#define GGUFKIT_DISPATCH_AVX2(name)
+#endif
+
 // ---- dequantize
 
+// The portable kernels decode the levels of 32 values into a small array, then scale them in a
+// loop the compiler can vectorize; the float operations are those of the per-value formula.
+
 void dequantize_q2_K(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(dequantize_q2_K)
   decode_blocks<BlockQ2K>(src, dst, n, [](const BlockQ2K& b, float* y) {
     const float d = half(b.d), min = half(b.dmin);
-    for (int e = 0; e < kSuperBlock; ++e) {
-      const uint8_t sc = b.scales[e / 16];
-      const float dl = d * static_cast<float>(sc & 0xF);
-      const float ml = min * static_cast<float>(sc >> 4);
-      y[e] = dl * static_cast<float>(unpack_2bit(b.qs, e)) - ml;
+    for (int g = 0; g < 8; ++g) {  // values 32g..32g+31: bits 2*(g%4) of qs[32*(g/4) + l]
+      uint8_t level[32];
+      for (int l = 0; l < 32; ++l) level[l] = (b.qs[32 * (g / 4) + l] >> (2 * (g % 4))) & 3;
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sc = b.scales[2 * g + h];
+        const float dl = d * static_cast<float>(sc & 0xF);
+        const float ml = min * static_cast<float>(sc >> 4);
+        for (int l = 0; l < 16; ++l) y[32 * g + 16 * h + l] = dl * static_cast<float>(level[16 * h + l]) - ml;
+      }
     }
   });
 }
 
 void dequantize_q3_K(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(dequantize_q3_K)
   decode_blocks<BlockQ3K>(src, dst, n, [](const BlockQ3K& b, float* y) {
     const float d = half(b.d);
-    for (int e = 0; e < kSuperBlock; ++e) {
-      const float dl = d * static_cast<float>(q3k_scale(b.scales, e / 16));
-      const bool high_bit = (b.hmask[e % 32] >> (e / 32)) & 1;
-      y[e] = dl * static_cast<float>(unpack_2bit(b.qs, e) - (high_bit ? 0 : 4));
+    for (int g = 0; g < 8; ++g) {  // values 32g..32g+31; their third bit is bit g of hmask[l]
+      int8_t level[32];
+      for (int l = 0; l < 32; ++l) {
+        const int low = (b.qs[32 * (g / 4) + l] >> (2 * (g % 4))) & 3;
+        level[l] = static_cast<int8_t>(low - ((b.hmask[l] >> g) & 1 ? 0 : 4));
+      }
+      for (int h = 0; h < 2; ++h) {
+        const float dl = d * static_cast<float>(q3k_scale(b.scales, 2 * g + h));
+        for (int l = 0; l < 16; ++l) y[32 * g + 16 * h + l] = dl * static_cast<float>(level[16 * h + l]);
+      }
     }
   });
 }
 
 template <class Block>
 void dequantize_q45_K(const std::byte* src, float* dst, int64_t n) {
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) return dequantize_q45_K_avx2<Block>(src, dst, n);
+#endif
   decode_blocks<Block>(src, dst, n, [](const Block& b, float* y) {
     const float d = half(b.d), min = half(b.dmin);
-    for (int e = 0; e < kSuperBlock; ++e) {
-      const ScaleMin sm = scale_min_k4(b.scales, e / 32);
+    for (int j = 0; j < 8; ++j) {  // sub-block j: nibble j%2 of qs[32*(j/2) + l], fifth bit j of qh[l]
+      uint8_t level[32];
+      for (int l = 0; l < 32; ++l) level[l] = (b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xF;
+      if constexpr (std::is_same_v<Block, BlockQ5K>) {
+        for (int l = 0; l < 32; ++l) level[l] = as_byte(level[l] | (((b.qh[l] >> j) & 1) << 4));
+      }
+      const ScaleMin sm = scale_min_k4(b.scales, j);
       const float dl = d * static_cast<float>(sm.scale);
       const float ml = min * static_cast<float>(sm.min);
-      int level = (b.qs[(e / 64) * 32 + e % 32] >> (4 * ((e / 32) % 2))) & 0xF;
-      if constexpr (std::is_same_v<Block, BlockQ5K>) level += (b.qh[e % 32] >> (e / 32)) & 1 ? 16 : 0;
-      y[e] = dl * static_cast<float>(level) - ml;
+      for (int l = 0; l < 32; ++l) y[32 * j + l] = dl * static_cast<float>(level[l]) - ml;
     }
   });
 }
 
 void dequantize_q6_K(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(dequantize_q6_K)
   decode_blocks<BlockQ6K>(src, dst, n, [](const BlockQ6K& b, float* y) {
     const float d = half(b.d);
-    for (int e = 0; e < kSuperBlock; ++e) {
-      y[e] = d * static_cast<float>(b.scales[e / 16]) * static_cast<float>(q6k_level(b, e) - 32);
+    for (int e0 = 0; e0 < kSuperBlock; e0 += 32) {  // 32 values at a time (layout: see pack_q6k)
+      const int c = e0 / 128, g = (e0 % 128) / 32;
+      const uint8_t* ql = b.ql + 64 * c + 32 * (g % 2);
+      const uint8_t* qh = b.qh + 32 * c;
+      int8_t level[32];
+      for (int l = 0; l < 32; ++l) {
+        const int low = (ql[l] >> (4 * (g / 2))) & 0xF;
+        const int high = (qh[l] >> (2 * g)) & 3;
+        level[l] = static_cast<int8_t>((low | (high << 4)) - 32);
+      }
+      for (int h = 0; h < 2; ++h) {
+        const float dl = d * static_cast<float>(b.scales[e0 / 16 + h]);
+        for (int l = 0; l < 16; ++l) y[e0 + 16 * h + l] = dl * static_cast<float>(level[16 * h + l]);
+      }
     }
   });
 }
 
 void dequantize_q8_K(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(dequantize_q8_K)
   decode_blocks<BlockQ8K>(src, dst, n, [](const BlockQ8K& b, float* y) {
     for (int e = 0; e < kSuperBlock; ++e) y[e] = b.d * static_cast<float>(b.qs[e]);
   });

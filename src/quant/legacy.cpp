@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
+#include "quant/simd.h"
 
 namespace ggufkit::quant {
 namespace {
@@ -122,29 +125,153 @@ int level_5bit(const Block& b, uint32_t qh, int j, bool high) {
   return nibble | (bit << 4);
 }
 
+// ---- dequantize, AVX2 (same operations per value as the scalar kernels below)
+
+#if GGUFKIT_QUANT_X86
+// Runs decode(block, y) on each block with AVX2 enabled.
+// The block is read in place (a copy to the stack costs more than the decoding).
+template <class Block, void (*Decode)(const std::byte*, float*)>
+GGUFKIT_TARGET_AVX2 void decode_blocks_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n / Block::kElements; ++i) {
+    Decode(src + i * static_cast<int64_t>(sizeof(Block)), dst + i * Block::kElements);
+  }
+}
+
+// Field addresses and fp16 fields of a block at `block`.
+#define GGUFKIT_FIELD(Block, field) (block + offsetof(Block, field))
+float half_at(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return half(h);
+}
+
+GGUFKIT_TARGET_AVX2 void decode_q4_0_avx2(const std::byte* block, float* y) {
+  using B = BlockQ4_0;
+  const __m256 d = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, d)));
+  const __m128i qs = simd::load16(GGUFKIT_FIELD(B, qs));
+  const __m128i eight = _mm_set1_epi8(8);
+  simd::store16_q_times_d(_mm_sub_epi8(simd::low_nibbles(qs), eight), d, y);
+  simd::store16_q_times_d(_mm_sub_epi8(simd::high_nibbles(qs), eight), d, y + 16);
+}
+
+GGUFKIT_TARGET_AVX2 void decode_q4_1_avx2(const std::byte* block, float* y) {
+  using B = BlockQ4_1;
+  const __m256 d = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, d))), m = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, m)));
+  const __m128i qs = simd::load16(GGUFKIT_FIELD(B, qs));
+  simd::store16_q_times_d_plus_m(simd::low_nibbles(qs), d, m, y);
+  simd::store16_q_times_d_plus_m(simd::high_nibbles(qs), d, m, y + 16);
+}
+
+// The 32 five-bit levels of a q5 block as bytes: nibbles of qs (elements 0-15 low, 16-31 high)
+// plus 16 where the qh bit is set.
+template <class B>
+GGUFKIT_TARGET_AVX2 __m256i levels_5bit(const std::byte* block) {
+  uint32_t qh;
+  std::memcpy(&qh, GGUFKIT_FIELD(B, qh), sizeof qh);
+  const __m128i qs = simd::load16(GGUFKIT_FIELD(B, qs));
+  const __m256i nibbles = _mm256_set_m128i(simd::high_nibbles(qs), simd::low_nibbles(qs));
+  return _mm256_or_si256(nibbles, _mm256_and_si256(simd::bits_to_byte_mask(qh), _mm256_set1_epi8(16)));
+}
+
+GGUFKIT_TARGET_AVX2 void decode_q5_0_avx2(const std::byte* block, float* y) {
+  using B = BlockQ5_0;
+  const __m256 d = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, d)));
+  const __m256i q = _mm256_sub_epi8(levels_5bit<B>(block), _mm256_set1_epi8(16));
+  simd::store16_q_times_d(simd::low_half(q), d, y);
+  simd::store16_q_times_d(simd::high_half(q), d, y + 16);
+}
+
+GGUFKIT_TARGET_AVX2 void decode_q5_1_avx2(const std::byte* block, float* y) {
+  using B = BlockQ5_1;
+  const __m256 d = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, d))), m = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, m)));
+  const __m256i q = levels_5bit<B>(block);
+  simd::store16_q_times_d_plus_m(simd::low_half(q), d, m, y);
+  simd::store16_q_times_d_plus_m(simd::high_half(q), d, m, y + 16);
+}
+
+GGUFKIT_TARGET_AVX2 void decode_q8_0_avx2(const std::byte* block, float* y) {
+  using B = BlockQ8_0;
+  const __m256 d = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, d)));
+  for (int k = 0; k < 32; k += 8) simd::store8_q_times_d(GGUFKIT_FIELD(B, qs) + k, d, y + k);
+}
+
+GGUFKIT_TARGET_AVX2 void decode_q8_1_avx2(const std::byte* block, float* y) {
+  using B = BlockQ8_1;
+  const __m256 d = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, d)));
+  for (int k = 0; k < 32; k += 8) simd::store8_q_times_d(GGUFKIT_FIELD(B, qs) + k, d, y + k);
+}
+
+GGUFKIT_TARGET_AVX2 void decode_q1_0_avx2(const std::byte* block, float* y) {
+  using B = BlockQ1_0;
+  const float dd = half_at(GGUFKIT_FIELD(B, d));
+  const __m256 d = _mm256_set1_ps(dd), neg_d = _mm256_set1_ps(-dd);
+  for (int k = 0; k < 4; ++k) {
+    uint32_t bits;
+    std::memcpy(&bits, GGUFKIT_FIELD(B, qs) + 4 * k, sizeof bits);
+    const __m256i set = simd::bits_to_byte_mask(bits);  // byte j: element 32k + j is +d
+    for (int part = 0; part < 4; ++part) {
+      const __m128i bytes = part < 2 ? simd::low_half(set) : simd::high_half(set);
+      const __m256i lanes = _mm256_cvtepi8_epi32(part % 2 == 0 ? bytes : _mm_srli_si128(bytes, 8));
+      _mm256_storeu_ps(y + 32 * k + 8 * part, _mm256_blendv_ps(neg_d, d, _mm256_castsi256_ps(lanes)));
+    }
+  }
+}
+
+GGUFKIT_TARGET_AVX2 void decode_q2_0_avx2(const std::byte* block, float* y) {
+  using B = BlockQ2_0;
+  const __m256 d = _mm256_set1_ps(half_at(GGUFKIT_FIELD(B, d)));
+  // Element j at bits 2*(j%4) of qs[j/4]: spread each byte's four codes over four lanes.
+  const __m128i qs = simd::load16(GGUFKIT_FIELD(B, qs));
+  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  for (int k = 0; k < 8; ++k) {
+    const __m256i bytes = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(
+        qs, _mm_setr_epi8(static_cast<char>(2 * k), static_cast<char>(2 * k), static_cast<char>(2 * k),
+                          static_cast<char>(2 * k), static_cast<char>(2 * k + 1), static_cast<char>(2 * k + 1),
+                          static_cast<char>(2 * k + 1), static_cast<char>(2 * k + 1), 0, 0, 0, 0, 0, 0, 0, 0)));
+    const __m256i code = _mm256_and_si256(_mm256_srlv_epi32(bytes, shifts), _mm256_set1_epi32(3));
+    const __m256 level = _mm256_cvtepi32_ps(_mm256_sub_epi32(code, _mm256_set1_epi32(1)));
+    _mm256_storeu_ps(y + 8 * k, _mm256_mul_ps(level, d));
+  }
+}
+
+#undef GGUFKIT_FIELD
+
+#define GGUFKIT_DISPATCH_AVX2(Block, name) \
+  if (simd::has_avx2()) return decode_blocks_avx2<Block, name##_avx2>(src, dst, n);
+#else
+#define GGUFKIT_DISPATCH_AVX2(Block, name)
+#endif
+
 // ---- dequantize
 
 void dequantize_q4_0(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(BlockQ4_0, decode_q4_0)
   decode_blocks<BlockQ4_0>(src, dst, n, [](const BlockQ4_0& b, float* y) {
     const float d = half(b.d);
+    int8_t level[32];
     for (int j = 0; j < 16; ++j) {
-      y[j] = static_cast<float>((b.qs[j] & 0x0F) - 8) * d;
-      y[j + 16] = static_cast<float>((b.qs[j] >> 4) - 8) * d;
+      level[j] = static_cast<int8_t>((b.qs[j] & 0x0F) - 8);
+      level[j + 16] = static_cast<int8_t>((b.qs[j] >> 4) - 8);
     }
+    for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(level[j]) * d;
   });
 }
 
 void dequantize_q4_1(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(BlockQ4_1, decode_q4_1)
   decode_blocks<BlockQ4_1>(src, dst, n, [](const BlockQ4_1& b, float* y) {
     const float d = half(b.d), m = half(b.m);
+    uint8_t level[32];
     for (int j = 0; j < 16; ++j) {
-      y[j] = static_cast<float>(b.qs[j] & 0x0F) * d + m;
-      y[j + 16] = static_cast<float>(b.qs[j] >> 4) * d + m;
+      level[j] = b.qs[j] & 0x0F;
+      level[j + 16] = b.qs[j] >> 4;
     }
+    for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(level[j]) * d + m;
   });
 }
 
 void dequantize_q5_0(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(BlockQ5_0, decode_q5_0)
   decode_blocks<BlockQ5_0>(src, dst, n, [](const BlockQ5_0& b, float* y) {
     const float d = half(b.d);
     uint32_t qh;
@@ -157,6 +284,7 @@ void dequantize_q5_0(const std::byte* src, float* dst, int64_t n) {
 }
 
 void dequantize_q5_1(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(BlockQ5_1, decode_q5_1)
   decode_blocks<BlockQ5_1>(src, dst, n, [](const BlockQ5_1& b, float* y) {
     const float d = half(b.d), m = half(b.m);
     uint32_t qh;
@@ -170,13 +298,27 @@ void dequantize_q5_1(const std::byte* src, float* dst, int64_t n) {
 
 template <class Block>
 void dequantize_q8(const std::byte* src, float* dst, int64_t n) {
-  decode_blocks<Block>(src, dst, n, [](const Block& b, float* y) {
-    const float d = half(b.d);
-    for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(b.qs[j]) * d;
-  });
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) {
+    if constexpr (std::is_same_v<Block, BlockQ8_0>) return decode_blocks_avx2<BlockQ8_0, decode_q8_0_avx2>(src, dst, n);
+    if constexpr (std::is_same_v<Block, BlockQ8_1>) return decode_blocks_avx2<BlockQ8_1, decode_q8_1_avx2>(src, dst, n);
+  }
+#endif
+  // In place: copying each block first costs more than the loop.
+  for (int64_t i = 0; i < n / 32; ++i) {
+    const std::byte* block = src + i * static_cast<int64_t>(sizeof(Block));
+    uint16_t h;
+    std::memcpy(&h, block + offsetof(Block, d), sizeof h);
+    const float d = half(h);
+    int8_t qs[32];
+    std::memcpy(qs, block + offsetof(Block, qs), sizeof qs);
+    float* y = dst + 32 * i;
+    for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(qs[j]) * d;
+  }
 }
 
 void dequantize_q1_0(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(BlockQ1_0, decode_q1_0)
   decode_blocks<BlockQ1_0>(src, dst, n, [](const BlockQ1_0& b, float* y) {
     const float d = half(b.d);
     const float neg_d = -d;
@@ -185,6 +327,7 @@ void dequantize_q1_0(const std::byte* src, float* dst, int64_t n) {
 }
 
 void dequantize_q2_0(const std::byte* src, float* dst, int64_t n) {
+  GGUFKIT_DISPATCH_AVX2(BlockQ2_0, decode_q2_0)
   decode_blocks<BlockQ2_0>(src, dst, n, [](const BlockQ2_0& b, float* y) {
     const float d = half(b.d);
     for (int j = 0; j < 64; ++j) {

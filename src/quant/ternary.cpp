@@ -6,6 +6,7 @@
 
 #include "quant/fp16.h"
 #include "quant/kernels.h"
+#include "quant/simd.h"
 
 namespace ggufkit::quant {
 namespace {
@@ -95,7 +96,61 @@ void decode_trit_bytes(const std::byte* bytes, int columns, int trits, float sca
   }
 }
 
+#if GGUFKIT_QUANT_X86
+// Trit `position` of 16 packed bytes, as in unpack_trit, minus one, times scale into y[0..15].
+GGUFKIT_TARGET_AVX2 void decode_16_trits_avx2(const std::byte* bytes, int position, __m256 scale, float* y) {
+  static constexpr int16_t kPow3[5] = {1, 3, 9, 27, 81};
+  const __m256i packed = _mm256_cvtepu8_epi16(simd::load16(bytes));
+  const __m256i shifted = _mm256_and_si256(_mm256_mullo_epi16(packed, _mm256_set1_epi16(kPow3[position])),
+                                           _mm256_set1_epi16(0xFF));
+  const __m256i trit = _mm256_srli_epi16(_mm256_mullo_epi16(shifted, _mm256_set1_epi16(3)), 8);
+  const __m256i level = _mm256_sub_epi16(trit, _mm256_set1_epi16(1));
+  const __m256 low = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(simd::low_half(level)));
+  const __m256 high = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(simd::high_half(level)));
+  _mm256_storeu_ps(y, _mm256_mul_ps(low, scale));
+  _mm256_storeu_ps(y + 8, _mm256_mul_ps(high, scale));
+}
+
+GGUFKIT_TARGET_AVX2 void dequantize_tq1_0_avx2(const std::byte* src, float* dst, int64_t n) {
+  float* y = dst;
+  for (int64_t b = 0; b < n / kBlockSize; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kTq1BlockBytes);
+    const float scale = read_half(block + kTq1FiveTritBytes + kTq1FourTritBytes);
+    const __m256 vscale = _mm256_set1_ps(scale);
+    for (int t = 0; t < 5; ++t) {
+      decode_16_trits_avx2(block, t, vscale, y + 32 * t);
+      decode_16_trits_avx2(block + 16, t, vscale, y + 32 * t + 16);
+    }
+    for (int t = 0; t < 5; ++t) decode_16_trits_avx2(block + 32, t, vscale, y + 160 + 16 * t);
+    y += 240;
+    decode_trit_bytes(block + kTq1FiveTritBytes, kTq1FourTritBytes, 4, scale, y);
+  }
+}
+
+GGUFKIT_TARGET_AVX2 void dequantize_tq2_0_avx2(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kBlockSize; ++b) {
+    const std::byte* block = src + b * static_cast<int64_t>(kTq2BlockBytes);
+    const __m256 scale = _mm256_set1_ps(read_half(block + kTq2QuantBytes));
+    float* y = dst + b * kBlockSize;
+    for (int group = 0; group < kTq2QuantBytes / 32; ++group) {
+      const __m256i bytes = simd::load32(block + group * 32);
+      for (int pair = 0; pair < 4; ++pair) {
+        const __m256i q = _mm256_sub_epi8(
+            _mm256_and_si256(_mm256_srl_epi16(bytes, _mm_cvtsi32_si128(2 * pair)), _mm256_set1_epi8(3)),
+            _mm256_set1_epi8(1));
+        simd::store16_q_times_d(simd::low_half(q), scale, y);
+        simd::store16_q_times_d(simd::high_half(q), scale, y + 16);
+        y += 32;
+      }
+    }
+  }
+}
+#endif
+
 void dequantize_tq1_0(const std::byte* src, float* dst, int64_t n) {
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) return dequantize_tq1_0_avx2(src, dst, n);
+#endif
   float* y = dst;
   for (int64_t b = 0; b < n / kBlockSize; ++b) {
     const std::byte* block = src + b * static_cast<int64_t>(kTq1BlockBytes);
@@ -129,6 +184,9 @@ void quantize_tq2_0(const float* src, std::byte* dst, int64_t nrows, int64_t n_p
 }
 
 void dequantize_tq2_0(const std::byte* src, float* dst, int64_t n) {
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) return dequantize_tq2_0_avx2(src, dst, n);
+#endif
   float* y = dst;
   for (int64_t b = 0; b < n / kBlockSize; ++b) {
     const std::byte* block = src + b * static_cast<int64_t>(kTq2BlockBytes);

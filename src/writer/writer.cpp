@@ -148,10 +148,14 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
     if (t.name == name) return make_error(ErrorCode::duplicate_tensor, 0, subject, "a tensor of that name exists");
   }
   Tensor t{subject, type, static_cast<uint32_t>(shape.size()), {1, 1, 1, 1}, 0, data, std::move(producer), {}};
-  uint64_t elements = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) return make_error(ErrorCode::bad_shape, 0, subject, "negative dimension");
     t.ne[d] = shape[d];
+  }
+  // A zero dimension empties the tensor whatever the others say (as the reader accepts it).
+  const bool empty = std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end();
+  uint64_t elements = empty ? 0 : 1;
+  for (size_t d = 0; d < shape.size() && !empty; ++d) {
     const auto e = checked::mul(elements, static_cast<uint64_t>(shape[d]));
     if (!e || *e > static_cast<uint64_t>(INT64_MAX)) return make_error(ErrorCode::shape_overflow, 0, subject, "too many elements");
     elements = *e;
@@ -172,7 +176,7 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
   return {};
 }
 
-void GgufBuilder::encode_header(std::vector<std::byte>& out, const WriteOptions& options) const {
+void GgufBuilder::encode_header(std::vector<std::byte>& out) const {
   put_bytes(out, kGgufMagic, 4);
   put<uint32_t>(out, version_);
   put<int64_t>(out, static_cast<int64_t>(tensors_.size()));
@@ -192,15 +196,18 @@ void GgufBuilder::encode_header(std::vector<std::byte>& out, const WriteOptions&
     put<uint64_t>(out, offset);
     offset += padded(t.size, alignment);
   }
-  if (!tensors_.empty() || options.pad_header_without_tensors) {
-    out.resize(padded(out.size(), alignment), std::byte{0});
-  }
+}
+
+// The padding is written as zeros by write(), never held in memory (an alignment may be 2^31).
+uint64_t GgufBuilder::header_padding(uint64_t unpadded, const WriteOptions& options) const {
+  if (tensors_.empty() && !options.pad_header_without_tensors) return 0;
+  return padded(unpadded, alignment()) - unpadded;
 }
 
 uint64_t GgufBuilder::header_bytes(const WriteOptions& options) const {
   std::vector<std::byte> header;
-  encode_header(header, options);
-  return header.size();
+  encode_header(header);
+  return header.size() + header_padding(header.size(), options);
 }
 
 uint64_t GgufBuilder::file_bytes(const WriteOptions& options) const {
@@ -212,8 +219,9 @@ uint64_t GgufBuilder::file_bytes(const WriteOptions& options) const {
 Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) const {
   {
     std::vector<std::byte> header;
-    encode_header(header, options);
+    encode_header(header);
     if (auto r = sink.write(header); !r) return r;
+    if (auto r = write_zeros(sink, header_padding(header.size(), options)); !r) return r;
   }
   const uint64_t alignment = this->alignment();
   std::vector<std::byte> chunk;
