@@ -16,6 +16,7 @@
 
 #include "ggufkit/quant.h"
 #include "ggufkit/tensor_types.h"
+#include "float_compare.h"
 #include "quant_oracle.h"
 
 namespace {
@@ -35,24 +36,6 @@ const std::vector<TensorType> kQuantizeTypes = {TensorType::MXFP4, TensorType::N
 const std::vector<uint16_t> kSpecialHalves = {0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0xFBFF,
                                               0x7C00, 0xFC00, 0x7C01, 0x7E00, 0xFE00, 0xFFFF, 0x7FFF, 0x8001};
 
-std::string describe_float(float f) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a (0x%08x)", static_cast<double>(f), std::bit_cast<uint32_t>(f));
-  return buf;
-}
-
-::testing::AssertionResult same_floats(const std::vector<float>& ours, const std::vector<float>& theirs) {
-  size_t diffs = 0;
-  std::string first;
-  for (size_t i = 0; i < ours.size(); ++i) {
-    if (std::bit_cast<uint32_t>(ours[i]) == std::bit_cast<uint32_t>(theirs[i])) continue;
-    if (diffs++ < 3) {
-      first += "\n  [" + std::to_string(i) + "] ours " + describe_float(ours[i]) + " ggml " + describe_float(theirs[i]);
-    }
-  }
-  if (diffs == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << diffs << " of " << ours.size() << " values differ:" << first;
-}
 
 void expect_dequantize_like_ggml(const QuantOracle& oracle, TensorType type, const std::vector<std::byte>& bytes) {
   const TypeTraits& t = type_traits(type);
@@ -61,7 +44,7 @@ void expect_dequantize_like_ggml(const QuantOracle& oracle, TensorType type, con
   std::vector<float> ours(n), theirs(n);
   ASSERT_TRUE(dequantize(type, bytes, ours)) << t.name;
   oracle.to_float(id(type))(bytes.data(), theirs.data(), static_cast<int64_t>(n));
-  EXPECT_TRUE(same_floats(ours, theirs)) << t.name;
+  EXPECT_TRUE(test::same_floats(ours, theirs)) << t.name;
 }
 
 std::vector<std::byte> random_blocks(const TypeTraits& t, size_t count, std::mt19937_64& rng) {

@@ -13,6 +13,7 @@
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/tensor_types.h"
+#include "float_compare.h"
 #include "quant_oracle.h"
 #include "test_support.h"
 
@@ -38,24 +39,6 @@ const std::vector<TensorType> kQuantizeTypes = {
 
 uint32_t id(TensorType t) { return static_cast<uint32_t>(t); }
 
-std::string float_bits(float f) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a (0x%08x)", static_cast<double>(f), std::bit_cast<uint32_t>(f));
-  return buf;
-}
-
-// Counts elements whose bits differ and reports the first few.
-::testing::AssertionResult same_floats(const std::vector<float>& ours, const std::vector<float>& theirs) {
-  size_t diffs = 0;
-  std::string first;
-  for (size_t i = 0; i < ours.size(); ++i) {
-    if (std::bit_cast<uint32_t>(ours[i]) != std::bit_cast<uint32_t>(theirs[i])) {
-      if (diffs++ < 3) first += "\n  [" + std::to_string(i) + "] ours " + float_bits(ours[i]) + " ggml " + float_bits(theirs[i]);
-    }
-  }
-  if (diffs == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << diffs << " of " << ours.size() << " values differ:" << first;
-}
 
 ::testing::AssertionResult same_bytes(const std::vector<std::byte>& ours, const std::vector<std::byte>& theirs,
                                       size_t block_bytes) {
@@ -109,7 +92,7 @@ TEST(QuantOracle, DequantizeMatchesGgmlToFloat) {
     std::vector<float> ours(n), theirs(n);
     ASSERT_TRUE(dequantize(type, bytes, ours));
     to_float(bytes.data(), theirs.data(), static_cast<int64_t>(n));
-    EXPECT_TRUE(same_floats(ours, theirs));
+    EXPECT_TRUE(test::same_floats(ours, theirs));
     ++covered;
   }
   RecordProperty("types_compared", covered);
@@ -124,7 +107,7 @@ TEST(QuantOracle, HalfAndBfloat16DecodeExhaustively) {
     std::vector<float> ours(all.size()), theirs(all.size());
     ASSERT_TRUE(dequantize(type, bytes, ours));
     oracle->to_float(id(type))(all.data(), theirs.data(), static_cast<int64_t>(all.size()));
-    EXPECT_TRUE(same_floats(ours, theirs)) << type_name(type);
+    EXPECT_TRUE(test::same_floats(ours, theirs)) << type_name(type);
   }
 }
 
