@@ -36,17 +36,6 @@ GGUFKIT_TARGET_AVX2 int64_t f16_to_float_avx2(const std::byte* src, float* dst, 
 }
 #endif
 
-void f16_to_float(const std::byte* src, float* dst, int64_t n) {
-  int64_t done = 0;
-#if GGUFKIT_QUANT_X86
-  if (simd::has_avx2()) done = f16_to_float_avx2(src, dst, n);
-#endif
-  for (int64_t i = done; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);
-    dst[i] = fp16_to_fp32(h);
-  }
-}
 
 #if GGUFKIT_QUANT_X86
 GGUFKIT_TARGET_AVX2 int64_t bf16_to_float_avx2(const std::byte* src, float* dst, int64_t n) {
@@ -62,17 +51,28 @@ GGUFKIT_TARGET_AVX2 int64_t bf16_to_float_avx2(const std::byte* src, float* dst,
 }
 #endif
 
-void bf16_to_float(const std::byte* src, float* dst, int64_t n) {
+#if !GGUFKIT_QUANT_X86
+int64_t f16_to_float_avx2(const std::byte*, float*, int64_t) { return 0; }  // no vector kernel here
+int64_t bf16_to_float_avx2(const std::byte*, float*, int64_t) { return 0; }
+#endif
+
+// 16-bit floats: the vector kernel (when the CPU has one) takes whole groups, the scalar
+// conversion the rest.
+template <float (*kWiden)(uint16_t), int64_t (*kVector)(const std::byte*, float*, int64_t)>
+void halves_to_float(const std::byte* src, float* dst, int64_t n) {
   int64_t done = 0;
 #if GGUFKIT_QUANT_X86
-  if (simd::has_avx2()) done = bf16_to_float_avx2(src, dst, n);
+  if (simd::has_avx2()) done = kVector(src, dst, n);
 #endif
   for (int64_t i = done; i < n; ++i) {
     uint16_t h;
     std::memcpy(&h, src + 2 * i, 2);
-    dst[i] = bf16_to_fp32(h);
+    dst[i] = kWiden(h);
   }
 }
+
+void f16_to_float(const std::byte* src, float* dst, int64_t n) { halves_to_float<fp16_to_fp32, f16_to_float_avx2>(src, dst, n); }
+void bf16_to_float(const std::byte* src, float* dst, int64_t n) { halves_to_float<bf16_to_fp32, bf16_to_float_avx2>(src, dst, n); }
 
 void float_to_f16(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row, const float*) {
   const int64_t n = nrows * n_per_row;
