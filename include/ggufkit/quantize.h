@@ -36,6 +36,7 @@ struct TensorPlan {
   const TensorInfo* tensor = nullptr;
   TensorType target = TensorType::F32;
   bool convert = false;      // false: the bytes are copied
+  uint64_t bytes = 0;        // the tensor's size in the output, without padding
   std::string note;          // why, when it is not the default type (fallbacks)
 };
 

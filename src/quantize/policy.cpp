@@ -134,14 +134,14 @@ Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOption
   }
   QuantizePlan plan;
   for (const TensorInfo& t : input.tensors()) {
-    TensorPlan p{&t, t.type, false, {}};
+    TensorPlan p{&t, t.type, false, 0, {}};
     if (tensor_allows_quantization(t.name, t, options)) {
       p.target = type_traits(*default_type).quantized ? with_fallback(*default_type, t, p.note) : *default_type;
       p.convert = p.target != t.type;
     }
     const uint64_t rows = t.ne[0] == 0 ? 0 : static_cast<uint64_t>(t.n_elements() / t.ne[0]);
-    const uint64_t bytes = *row_size(p.target, t.ne[0]) * rows;
-    plan.tensor_bytes += (bytes + input.alignment() - 1) / input.alignment() * input.alignment();
+    p.bytes = *row_size(p.target, t.ne[0]) * rows;
+    plan.tensor_bytes += (p.bytes + input.alignment() - 1) / input.alignment() * input.alignment();
     plan.tensors.push_back(std::move(p));
   }
   std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const TensorPlan& a, const TensorPlan& b) {

@@ -72,8 +72,7 @@ int run_quantize(const QuantizeArgs& args) {
   std::vector<uint64_t> cumulative;
   uint64_t sum = 0;
   for (const auto& p : plan->tensors) {
-    sum += *ggufkit::row_size(p.target, p.tensor->ne[0]) *
-           static_cast<uint64_t>(p.tensor->ne[0] ? p.tensor->n_elements() / p.tensor->ne[0] : 0);
+    sum += p.bytes;
     cumulative.push_back(sum);
   }
   const auto start = std::chrono::steady_clock::now();
