@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <string_view>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define GGUFKIT_QUANT_X86 1
@@ -20,19 +21,43 @@ namespace ggufkit::quant::simd {
 #if GGUFKIT_QUANT_X86
 
 #define GGUFKIT_TARGET_AVX2 __attribute__((target("avx2,f16c")))
+#define GGUFKIT_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c")))
 
-// True when the CPU has AVX2 and F16C (no FMA is used: the kernels must not fuse). Setting the
-// environment variable GGUFKIT_QUANT_PORTABLE selects the portable kernels, so that tests can
-// check them on a machine that has AVX2.
-inline bool has_avx2() {
-  static const bool supported = [] {
-    // F16C through CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
-    return __builtin_cpu_supports("avx2") && f16c && std::getenv("GGUFKIT_QUANT_PORTABLE") == nullptr;
-  }();
-  return supported;
+// The instruction sets a kernel may use, in order. No FMA at any level: the kernels must not fuse.
+enum class Isa { portable = 0, avx2 = 1, avx512 = 2 };
+
+// The best level the CPU has (AVX2 needs F16C too; AVX-512 means F, BW, VL and DQ), capped by the
+// environment variable GGUFKIT_QUANT_ISA (portable, avx2 or avx512) so that tests can check every
+// level's kernels against ggml on one machine. GGUFKIT_QUANT_PORTABLE (any value) means portable.
+inline Isa cpu_isa() {
+  // F16C through CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+  if (!f16c || !__builtin_cpu_supports("avx2")) return Isa::portable;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    return Isa::avx512;
+  }
+  return Isa::avx2;
 }
+
+inline Isa isa() {
+  static const Isa chosen = [] {
+    Isa level = cpu_isa();
+    Isa cap = Isa::avx512;
+    if (std::getenv("GGUFKIT_QUANT_PORTABLE") != nullptr) cap = Isa::portable;
+    if (const char* env = std::getenv("GGUFKIT_QUANT_ISA")) {
+      const std::string_view want(env);
+      if (want == "portable") cap = Isa::portable;
+      else if (want == "avx2") cap = Isa::avx2;
+    }
+    return level < cap ? level : cap;
+  }();
+  return chosen;
+}
+
+inline bool has_avx2() { return isa() >= Isa::avx2; }
+inline bool has_avx512() { return isa() >= Isa::avx512; }
 
 // 16 signed bytes from p (any alignment).
 GGUFKIT_TARGET_AVX2 inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }

@@ -11,5 +11,8 @@ Runner register_info(CLI::App& app);
 Runner register_dump(CLI::App& app);
 Runner register_extract(CLI::App& app);
 Runner register_quantize(CLI::App& app);
+Runner register_diff(CLI::App& app);
+Runner register_split(CLI::App& app);
+Runner register_merge(CLI::App& app);
 
 }  // namespace gguf_cli

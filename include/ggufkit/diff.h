@@ -1,0 +1,2 @@
+// Comparing two GGUF files (metadata, tensor directory, tensor data).
+#pragma once

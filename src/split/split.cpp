@@ -1,0 +1,1 @@
+#include "ggufkit/split.h"
