@@ -1,6 +1,7 @@
 // The IQ ("importance") formats: lattice codebooks (IQ1/IQ2/IQ3, dequantize only here; IQ3_S
 // quantize lives in iq3s_quantize.cpp) and the 4-bit non-linear IQ4_NL and IQ4_XS (both ways).
 // Codebook entries pack 8 (or 4) small magnitudes into one integer, byte j being element j.
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -359,22 +360,43 @@ int nearest_int(float value) {
   return (bits & 0x007FFFFF) - 0x00400000;
 }
 
-// Index of the kvalues_iq4nl entry nearest to x (a binary search; a tie goes to the larger entry).
-// NaN ends on the last index, as in ggml.
-int nearest_iq4_index(float x) {
-  const int8_t* values = tables::kvalues_iq4nl;
-  if (x <= static_cast<float>(values[0])) return 0;
-  if (x >= static_cast<float>(values[15])) return 15;
-  int lower = 0, upper = 15;
-  while (upper - lower > 1) {
-    const int middle = (lower + upper) / 2;
-    if (x < static_cast<float>(values[middle])) {
-      upper = middle;
-    } else {
-      lower = middle;
-    }
+// nearest_iq4_index as a count: the index of x is the number of edges e[k] with x >= e[k], where
+// e[k] is the smallest float in (v[k], v[k+1]] that the binary search's final comparison
+// (x - v[k] < v[k+1] - x) sends up to k + 1. Both rounded differences move monotonically with x,
+// so each edge is one float, within a few ulps of the midpoint; a tie (x on the midpoint) goes up,
+// as in ggml. The comparisons are "not less than", which NaN passes every time: 15, as in ggml.
+constexpr float step_ulp(float x, bool toward_plus_infinity) {  // x finite and nonzero
+  const auto bits = std::bit_cast<uint32_t>(x);
+  return std::bit_cast<float>((x > 0) == toward_plus_infinity ? bits + 1 : bits - 1);
+}
+
+constexpr float iq4_edge(int k) {
+  const auto lower = static_cast<float>(tables::kvalues_iq4nl[k]);
+  const auto upper = static_cast<float>(tables::kvalues_iq4nl[k + 1]);
+  auto goes_up = [&](float x) { return !(x - lower < upper - x); };
+  float x = (lower + upper) / 2;  // a half-integer, never zero for this table
+  if (goes_up(x)) {
+    while (goes_up(step_ulp(x, false))) x = step_ulp(x, false);
+  } else {
+    do x = step_ulp(x, true);
+    while (!goes_up(x));
   }
-  return x - static_cast<float>(values[upper - 1]) < static_cast<float>(values[upper]) - x ? upper - 1 : upper;
+  return x;
+}
+
+constexpr std::array<float, 15> kIq4Edges = [] {
+  std::array<float, 15> edges{};
+  for (int k = 0; k < 15; ++k) edges[k] = iq4_edge(k);
+  return edges;
+}();
+static_assert(kIq4Edges[7] > -10.0f && kIq4Edges[7] <= 1.0f && kIq4Edges[0] > -127.0f && kIq4Edges[14] <= 113.0f);
+
+// Index of the kvalues_iq4nl entry nearest to x, as ggml's binary search finds it (a tie goes to
+// the larger entry; NaN ends on the last index): the number of edges at or below x.
+int nearest_iq4_index(float x) {
+  int index = 0;
+  for (const float edge : kIq4Edges) index += !(x < edge) ? 1 : 0;
+  return index;
 }
 
 // Sums of weight * q * x and weight * q^2 for x quantized with 1/scale `inverse_scale`.
@@ -444,18 +466,241 @@ void encode_iq4_group(const float* x, float inverse_scale, std::byte* qs) {
   }
 }
 
+constexpr float iq4_value(int k) { return static_cast<float>(tables::kvalues_iq4nl[k]); }
+constexpr float kIq4Lowest = iq4_value(0);
+
+// The 16 inverse scales best_group_scale tries, in its order: 1 / (-max / lowest), then
+// (itry + lowest) / max for itry = -kScaleTries..kScaleTries.
+void candidate_inverse_scales(float max, float* inverse_scales) {
+  inverse_scales[0] = 1 / (-max / kIq4Lowest);
+  for (int itry = -kScaleTries; itry <= kScaleTries; ++itry) {
+    inverse_scales[itry + kScaleTries + 1] = static_cast<float>(itry + tables::kvalues_iq4nl[0]) / max;
+  }
+}
+static_assert(2 * kScaleTries + 2 == 16, "the vector kernels hold the 16 candidate scales in 16 lanes");
+
+// best_group_scale's choice among the candidates' sums, in its order (lane 0 is the first).
+float choose_scale(const float* sum_qx, const float* sum_q2) {
+  float d = sum_q2[0] > 0 ? sum_qx[0] / sum_q2[0] : 0.f;
+  float best = d * sum_qx[0];
+  for (int t = 1; t < 16; ++t) {
+    if (sum_q2[t] > 0 && sum_qx[t] * sum_qx[t] > best * sum_q2[t]) {
+      d = sum_qx[t] / sum_q2[t];
+      best = d * sum_qx[t];
+    }
+  }
+  return d;
+}
+
+// The per-group work of both quantizers, chosen once per call by instruction set: the weights and
+// the best scale of a 32-group (importance null without an importance matrix), and the nibbles of
+// a group for a given 1/scale.
+struct Iq4GroupKernels {
+  float (*best_scale)(const float* x, const float* importance, float sigma2);
+  void (*encode)(const float* x, float inverse_scale, std::byte* qs);
+};
+
+float best_group_scale_portable(const float* x, const float* importance, float sigma2) {
+  float weight[kIq4Group];
+  group_weights(x, importance, sigma2, weight);
+  return best_group_scale(x, weight);
+}
+
+#if GGUFKIT_QUANT_X86
+// The vector kernels do, lane by lane, the scalar code's float operations in its order: the scale
+// search puts the 16 candidate scales of one group in lanes (each lane sums its own candidate over
+// j = 0..31), the weights, the maximum and the encoding work element by element.
+namespace iq4_simd {
+
+GGUFKIT_TARGET_AVX2 inline __m256 abs8(__m256 v) {
+  return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+}
+
+// Weights of a group (group_weights) and its signed maximum as the scalar scan finds it: NaN never
+// raises the running maximum, the first value of largest magnitude wins. False for a (near) zero
+// group.
+GGUFKIT_TARGET_AVX2 inline bool group_weights_and_max(const float* x, const float* importance, float sigma2,
+                                                      float* weight, float* max) {
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 running = zero;
+  __m256 magnitude[4];
+  for (int k = 0; k < 4; ++k) {
+    const __m256 v = _mm256_loadu_ps(x + 8 * k);
+    const __m256 square = _mm256_mul_ps(v, v);
+    const __m256 w = importance == nullptr
+                         ? square
+                         : _mm256_mul_ps(_mm256_loadu_ps(importance + 8 * k),
+                                         _mm256_sqrt_ps(_mm256_add_ps(_mm256_set1_ps(sigma2), square)));
+    _mm256_storeu_ps(weight + 8 * k, w);
+    magnitude[k] = abs8(v);
+    running = _mm256_max_ps(magnitude[k], running);  // max_ps returns its second operand for NaN
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(running), _mm256_extractf128_ps(running, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  const float amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  if (amax < kGroupMaxEps) return false;
+  const __m256 target = _mm256_set1_ps(amax);
+  uint32_t at = 0;
+  for (int k = 0; k < 4; ++k) {
+    at |= static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(magnitude[k], target, _CMP_EQ_OQ))) << (8 * k);
+  }
+  *max = x[__builtin_ctz(at)];
+  return true;
+}
+
+// The level index of 8 lanes as a binary search over the edges: index = 2 * half + (upper ? 1 : 0).
+struct Search8 {
+  __m256i half;
+  __m256 upper;
+};
+
+GGUFKIT_TARGET_AVX2 inline Search8 search8(__m256 x) {
+  constexpr const std::array<float, 15>& e = kIq4Edges;
+  const __m256 ge8 = _mm256_cmp_ps(x, _mm256_set1_ps(e[7]), _CMP_NLT_UQ);
+  __m256i half = _mm256_and_si256(_mm256_castps_si256(ge8), _mm256_set1_epi32(4));
+  const __m256 edge4 = _mm256_permutevar8x32_ps(_mm256_setr_ps(e[3], 0, 0, 0, e[11], 0, 0, 0), half);
+  const __m256 ge4 = _mm256_cmp_ps(x, edge4, _CMP_NLT_UQ);
+  half = _mm256_add_epi32(half, _mm256_and_si256(_mm256_castps_si256(ge4), _mm256_set1_epi32(2)));
+  const __m256 edge2 = _mm256_permutevar8x32_ps(_mm256_setr_ps(e[1], 0, e[5], 0, e[9], 0, e[13], 0), half);
+  const __m256 ge2 = _mm256_cmp_ps(x, edge2, _CMP_NLT_UQ);
+  half = _mm256_add_epi32(half, _mm256_and_si256(_mm256_castps_si256(ge2), _mm256_set1_epi32(1)));
+  const __m256 edge1 =
+      _mm256_permutevar8x32_ps(_mm256_setr_ps(e[0], e[2], e[4], e[6], e[8], e[10], e[12], e[14]), half);
+  return {half, _mm256_cmp_ps(x, edge1, _CMP_NLT_UQ)};
+}
+
+GGUFKIT_TARGET_AVX2 inline __m256 level8(const Search8& s) {
+  const __m256 even = _mm256_setr_ps(iq4_value(0), iq4_value(2), iq4_value(4), iq4_value(6), iq4_value(8),
+                                     iq4_value(10), iq4_value(12), iq4_value(14));
+  const __m256 odd = _mm256_setr_ps(iq4_value(1), iq4_value(3), iq4_value(5), iq4_value(7), iq4_value(9),
+                                    iq4_value(11), iq4_value(13), iq4_value(15));
+  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(even, s.half), _mm256_permutevar8x32_ps(odd, s.half), s.upper);
+}
+
+GGUFKIT_TARGET_AVX2 inline __m256i index8(const Search8& s) {
+  return _mm256_sub_epi32(_mm256_add_epi32(s.half, s.half), _mm256_castps_si256(s.upper));
+}
+
+GGUFKIT_TARGET_AVX2 float best_scale_avx2(const float* x, const float* importance, float sigma2) {
+  alignas(32) float weight[kIq4Group];
+  float max = 0;
+  if (!group_weights_and_max(x, importance, sigma2, weight, &max)) return 0;
+  alignas(32) float inverse_scales[16];
+  candidate_inverse_scales(max, inverse_scales);
+  const __m256 inverse_low = _mm256_load_ps(inverse_scales), inverse_high = _mm256_load_ps(inverse_scales + 8);
+  __m256 qx_low = _mm256_setzero_ps(), q2_low = qx_low, qx_high = qx_low, q2_high = qx_low;
+  for (int j = 0; j < kIq4Group; ++j) {
+    const __m256 xj = _mm256_set1_ps(x[j]), wj = _mm256_set1_ps(weight[j]);
+    const __m256 q_low = level8(search8(_mm256_mul_ps(inverse_low, xj)));
+    const __m256 q_high = level8(search8(_mm256_mul_ps(inverse_high, xj)));
+    const __m256 wq_low = _mm256_mul_ps(wj, q_low), wq_high = _mm256_mul_ps(wj, q_high);
+    qx_low = _mm256_add_ps(qx_low, _mm256_mul_ps(wq_low, xj));
+    q2_low = _mm256_add_ps(q2_low, _mm256_mul_ps(wq_low, q_low));
+    qx_high = _mm256_add_ps(qx_high, _mm256_mul_ps(wq_high, xj));
+    q2_high = _mm256_add_ps(q2_high, _mm256_mul_ps(wq_high, q_high));
+  }
+  alignas(32) float sum_qx[16], sum_q2[16];
+  _mm256_store_ps(sum_qx, qx_low);
+  _mm256_store_ps(sum_qx + 8, qx_high);
+  _mm256_store_ps(sum_q2, q2_low);
+  _mm256_store_ps(sum_q2 + 8, q2_high);
+  return choose_scale(sum_qx, sum_q2);
+}
+
+// Element j's index in the low nibble of byte j, element j + 16's in its high nibble.
+GGUFKIT_TARGET_AVX2 inline void store_nibbles(__m256i i0, __m256i i1, __m256i i2, __m256i i3, std::byte* qs) {
+  const __m256i low = _mm256_or_si256(i0, _mm256_slli_epi32(i2, 4));
+  const __m256i high = _mm256_or_si256(i1, _mm256_slli_epi32(i3, 4));
+  const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(low, high), 0xD8);
+  const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), bytes);
+}
+
+GGUFKIT_TARGET_AVX2 void encode_avx2(const float* x, float inverse_scale, std::byte* qs) {
+  const __m256 inverse = _mm256_set1_ps(inverse_scale);
+  __m256i index[4];
+  for (int k = 0; k < 4; ++k) index[k] = index8(search8(_mm256_mul_ps(inverse, _mm256_loadu_ps(x + 8 * k))));
+  store_nibbles(index[0], index[1], index[2], index[3], qs);
+}
+
+// AVX-512: the 16 candidates in one vector, the search through 16-entry permutes and mask adds.
+// GCC 12's AVX-512 headers start some results from an "undefined" register and warn about it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+GGUFKIT_TARGET_AVX512 inline __m512i index16(__m512 x) {
+  constexpr const std::array<float, 15>& e = kIq4Edges;
+  // Step tables: entry i is the edge to test when the index found so far is i.
+  const __m512 step4 = _mm512_setr_ps(e[3], 0, 0, 0, 0, 0, 0, 0, e[11], 0, 0, 0, 0, 0, 0, 0);
+  const __m512 step2 = _mm512_setr_ps(e[1], 0, 0, 0, e[5], 0, 0, 0, e[9], 0, 0, 0, e[13], 0, 0, 0);
+  const __m512 step1 = _mm512_setr_ps(e[0], 0, e[2], 0, e[4], 0, e[6], 0, e[8], 0, e[10], 0, e[12], 0, e[14], 0);
+  __m512i index = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(x, _mm512_set1_ps(e[7]), _CMP_NLT_UQ),
+                                         _mm512_set1_epi32(8));
+  index = _mm512_mask_add_epi32(index, _mm512_cmp_ps_mask(x, _mm512_permutexvar_ps(index, step4), _CMP_NLT_UQ),
+                                index, _mm512_set1_epi32(4));
+  index = _mm512_mask_add_epi32(index, _mm512_cmp_ps_mask(x, _mm512_permutexvar_ps(index, step2), _CMP_NLT_UQ),
+                                index, _mm512_set1_epi32(2));
+  index = _mm512_mask_add_epi32(index, _mm512_cmp_ps_mask(x, _mm512_permutexvar_ps(index, step1), _CMP_NLT_UQ),
+                                index, _mm512_set1_epi32(1));
+  return index;
+}
+
+GGUFKIT_TARGET_AVX512 float best_scale_avx512(const float* x, const float* importance, float sigma2) {
+  alignas(32) float weight[kIq4Group];
+  float max = 0;
+  if (!group_weights_and_max(x, importance, sigma2, weight, &max)) return 0;
+  alignas(64) float inverse_scales[16];
+  candidate_inverse_scales(max, inverse_scales);
+  const __m512 inverse = _mm512_load_ps(inverse_scales);
+  const __m512 levels = _mm512_setr_ps(iq4_value(0), iq4_value(1), iq4_value(2), iq4_value(3), iq4_value(4),
+                                       iq4_value(5), iq4_value(6), iq4_value(7), iq4_value(8), iq4_value(9),
+                                       iq4_value(10), iq4_value(11), iq4_value(12), iq4_value(13), iq4_value(14),
+                                       iq4_value(15));
+  __m512 qx = _mm512_setzero_ps(), q2 = qx;
+  for (int j = 0; j < kIq4Group; ++j) {
+    const __m512 xj = _mm512_set1_ps(x[j]);
+    const __m512 q = _mm512_permutexvar_ps(index16(_mm512_mul_ps(inverse, xj)), levels);
+    const __m512 wq = _mm512_mul_ps(_mm512_set1_ps(weight[j]), q);
+    qx = _mm512_add_ps(qx, _mm512_mul_ps(wq, xj));
+    q2 = _mm512_add_ps(q2, _mm512_mul_ps(wq, q));
+  }
+  alignas(64) float sum_qx[16], sum_q2[16];
+  _mm512_store_ps(sum_qx, qx);
+  _mm512_store_ps(sum_q2, q2);
+  return choose_scale(sum_qx, sum_q2);
+}
+
+GGUFKIT_TARGET_AVX512 void encode_avx512(const float* x, float inverse_scale, std::byte* qs) {
+  const __m512 inverse = _mm512_set1_ps(inverse_scale);
+  const __m512i low = index16(_mm512_mul_ps(inverse, _mm512_loadu_ps(x)));
+  const __m512i high = index16(_mm512_mul_ps(inverse, _mm512_loadu_ps(x + 16)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(_mm512_or_si512(low, _mm512_slli_epi32(high, 4))));
+}
+#pragma GCC diagnostic pop
+
+}  // namespace iq4_simd
+#endif  // GGUFKIT_QUANT_X86
+
+Iq4GroupKernels iq4_group_kernels() {
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx512()) return {iq4_simd::best_scale_avx512, iq4_simd::encode_avx512};
+  if (simd::has_avx2()) return {iq4_simd::best_scale_avx2, iq4_simd::encode_avx2};
+#endif
+  return {best_group_scale_portable, encode_iq4_group};
+}
+
 void quantize_iq4_nl(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row, const float* imatrix) {
   const int64_t blocks_per_row = n_per_row / kIq4Group;
+  const Iq4GroupKernels kernels = iq4_group_kernels();
   for (int64_t row = 0; row < nrows; ++row) {
     for (int64_t ib = 0; ib < blocks_per_row; ++ib) {
       const float* x = src + row * n_per_row + ib * kIq4Group;
       std::byte* block = dst + (row * blocks_per_row + ib) * static_cast<int64_t>(kIq4nlBlockBytes);
       const float* importance = imatrix != nullptr ? imatrix + ib * kIq4Group : nullptr;
-      float weight[kIq4Group];
-      group_weights(x, importance, importance != nullptr ? twice_mean_square(x, kIq4Group) : 0.0f, weight);
-      const float scale = best_group_scale(x, weight);
+      const float scale =
+          kernels.best_scale(x, importance, importance != nullptr ? twice_mean_square(x, kIq4Group) : 0.0f);
       write_half(block, scale);
-      encode_iq4_group(x, scale != 0.0f ? 1 / scale : 0, block + 2);
+      kernels.encode(x, scale != 0.0f ? 1 / scale : 0, block + 2);
     }
   }
 }
@@ -465,6 +710,7 @@ void quantize_iq4_nl(const float* src, std::byte* dst, int64_t nrows, int64_t n_
 void quantize_iq4_xs(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row, const float* imatrix) {
   constexpr int kGroups = kSuperBlock / 32;
   const int64_t blocks_per_row = n_per_row / kSuperBlock;
+  const Iq4GroupKernels kernels = iq4_group_kernels();
   for (int64_t row = 0; row < nrows; ++row) {
     for (int64_t ibl = 0; ibl < blocks_per_row; ++ibl) {
       const float* x = src + row * n_per_row + ibl * kSuperBlock;
@@ -474,9 +720,7 @@ void quantize_iq4_xs(const float* src, std::byte* dst, int64_t nrows, int64_t n_
       float scales[kGroups];
       float max_scale = 0, amax_scale = 0;
       for (int ib = 0; ib < kGroups; ++ib) {
-        float weight[kIq4Group];
-        group_weights(x + 32 * ib, importance != nullptr ? importance + 32 * ib : nullptr, sigma2, weight);
-        scales[ib] = best_group_scale(x + 32 * ib, weight);
+        scales[ib] = kernels.best_scale(x + 32 * ib, importance != nullptr ? importance + 32 * ib : nullptr, sigma2);
         if (std::fabs(scales[ib]) > amax_scale) {
           amax_scale = std::fabs(scales[ib]);
           max_scale = scales[ib];
@@ -491,7 +735,7 @@ void quantize_iq4_xs(const float* src, std::byte* dst, int64_t nrows, int64_t n_
         int l = nearest_int(inverse_d * scales[ib]);
         l = l < -32 ? -32 : (l > 31 ? 31 : l);
         const float dl = d * static_cast<float>(l);
-        encode_iq4_group(x + 32 * ib, dl != 0.0f ? 1 / dl : 0.f, block + 8 + 16 * ib);
+        kernels.encode(x + 32 * ib, dl != 0.0f ? 1 / dl : 0.f, block + 8 + 16 * ib);
         l += 32;
         scales_low[ib / 2] = static_cast<uint8_t>(scales_low[ib / 2] | ((l & 0xF) << (4 * (ib % 2))));
         scales_high = static_cast<uint16_t>(scales_high | ((l >> 4) << (2 * ib)));

@@ -252,6 +252,29 @@ GGUFKIT_TARGET_AVX2 void dequantize_q8_K_avx2(const std::byte* src, float* dst, 
 #define GGUFKIT_DISPATCH_AVX2(name)
 #endif
 
+// ---- requantize, AVX2
+
+#if GGUFKIT_QUANT_X86
+template <bool kAddMin, class Level>
+GGUFKIT_TARGET_AVX2 void requantize_values_avx2(const float* x, float d, float m, int lo, int hi, int bias, int n,
+                                                Level* levels) {
+  const __m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m), magic = _mm256_set1_ps(12582912.f);
+  const __m256i mantissa = _mm256_set1_epi32(0x007fffff), offset = _mm256_set1_epi32(0x00400000);
+  const __m256i vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi), vbias = _mm256_set1_epi32(bias);
+  for (int i = 0; i < n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    if constexpr (kAddMin) v = _mm256_add_ps(v, vm);
+    v = _mm256_div_ps(v, vd);
+    const __m256i bits = _mm256_castps_si256(_mm256_add_ps(v, magic));
+    __m256i l = _mm256_sub_epi32(_mm256_and_si256(bits, mantissa), offset);
+    l = _mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(l, vlo), vhi), vbias);
+    // The levels fit a byte (0..63), so the saturating packs keep them as they are.
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(l), _mm256_extracti128_si256(l, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(levels + i), _mm_packus_epi16(words, words));
+  }
+}
+#endif
+
 // ---- dequantize
 
 // The portable kernels decode the levels of 32 values into a small array, then scale them in a
@@ -344,6 +367,19 @@ void dequantize_q8_K(const std::byte* src, float* dst, int64_t n) {
 
 // ---- quantize: shared steps
 
+// levels[i] = clamp(nearest_int(x[i] / d), lo, hi) + bias for n values (a multiple of 8), with
+// x[i] + m in place of x[i] when kAddMin: the scalar formula per lane, the division exact.
+template <bool kAddMin, class Level>
+void requantize_values(const float* x, float d, float m, int lo, int hi, int bias, int n, Level* levels) {
+#if GGUFKIT_QUANT_X86
+  if (simd::has_avx2()) return requantize_values_avx2<kAddMin>(x, d, m, lo, hi, bias, n, levels);
+#endif
+  for (int i = 0; i < n; ++i) {
+    const float v = kAddMin ? x[i] + m : x[i];
+    levels[i] = static_cast<Level>(clamp_int(nearest_int(v / d), lo, hi) + bias);
+  }
+}
+
 // Requantizes sub-blocks of `group` values against their stored affine scale: level =
 // round((x + m) / d) in [0, nmax]. Sub-blocks whose scale is zero keep the levels of the search.
 template <class ScaleOf>
@@ -351,9 +387,7 @@ void requantize_affine(const float* x, int group, int nmax, uint8_t* levels, Sca
   for (int j = 0; j < kSuperBlock / group; ++j) {
     const auto [d, m] = scale_of(j);
     if (d == 0) continue;
-    for (int i = 0; i < group; ++i) {
-      levels[group * j + i] = as_byte(clamp_int(nearest_int((x[group * j + i] + m) / d), 0, nmax));
-    }
+    requantize_values<true>(x + group * j, d, m, 0, nmax, 0, group, levels + group * j);
   }
 }
 
@@ -372,6 +406,55 @@ float sum_of_squares(const float* x, int n) {
   return s;
 }
 
+// ---- the reference path: sub-block searches, then the rest of each super-block's encoding
+
+// Super-blocks per call of the lane searches: q4_K/q5_K have 8 sub-blocks, so AVX-512's 16 lanes
+// take two super-blocks.
+inline constexpr int kLaneBatchBlocks = 2;
+
+// Calls search(groups, first_group) over `total` sub-blocks (a multiple of 8), 16 lanes at a time
+// when the CPU has AVX-512, else 8.
+template <class Search>
+void for_lane_batches(int total, Search search) {
+  int g = 0;
+  if (search_lanes() == 16) {
+    for (; g + 16 <= total; g += 16) search(16, g);
+  }
+  for (; g < total; g += 8) search(8, g);
+}
+
+// A type's reference quantizer as Search(x, levels, scales, mins) for one super-block,
+// SearchLanes(x, blocks, ...) for up to kLaneBatchBlocks consecutive ones (kGroups sub-blocks
+// each), and Finish(x, levels, scales, mins, block) for one.
+template <class Block, class Level, int kGroups, void (*Search)(const float*, Level*, float*, float*),
+          void (*SearchLanes)(const float*, int, Level*, float*, float*),
+          void (*Finish)(const float*, Level*, const float*, const float*, Block&)>
+void encode_reference(const float* src, std::byte* dst, int64_t n) {
+  const int64_t blocks = n / kSuperBlock;
+  Level levels[kLaneBatchBlocks * kSuperBlock];
+  float scales[kLaneBatchBlocks * kGroups], mins[kLaneBatchBlocks * kGroups];
+  if (search_lanes() == 0) {
+    for (int64_t i = 0; i < blocks; ++i) {
+      const float* x = src + i * kSuperBlock;
+      Block b{};
+      Search(x, levels, scales, mins);
+      Finish(x, levels, scales, mins, b);
+      store_block(dst, i, b);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < blocks; i += kLaneBatchBlocks) {
+    const int batch = static_cast<int>(std::min<int64_t>(kLaneBatchBlocks, blocks - i));
+    const float* x = src + i * kSuperBlock;
+    SearchLanes(x, batch, levels, scales, mins);
+    for (int k = 0; k < batch; ++k) {
+      Block b{};
+      Finish(x + k * kSuperBlock, levels + k * kSuperBlock, scales + k * kGroups, mins + k * kGroups, b);
+      store_block(dst, i + k, b);
+    }
+  }
+}
+
 // ---- q2_K
 
 void q2k_requantize_and_pack(const float* x, uint8_t* levels, BlockQ2K& b) {
@@ -382,15 +465,35 @@ void q2k_requantize_and_pack(const float* x, uint8_t* levels, BlockQ2K& b) {
   pack_2bit(levels, b.qs);
 }
 
-void encode_q2_K(const float* x, BlockQ2K& b) {
-  uint8_t levels[kSuperBlock];
-  float scales[16], mins[16], weights[16];
-  float max_scale = 0, max_min = 0;
+// The reference path in two steps: the sub-block searches (scalar, or many super-blocks at once in
+// vector lanes), then the rest of the encoding from their results.
+void q2k_search(const float* x, uint8_t* levels, float* scales, float* mins) {
+  float weights[16];
   for (int j = 0; j < 16; ++j) {
     for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
     const AffineFit fit = make_qkx2_quants(16, 3, x + 16 * j, weights, levels + 16 * j, -0.5f, 0.1f, 15, true);
     scales[j] = fit.scale;
     mins[j] = fit.offset;
+  }
+}
+
+void q2k_search_lanes(const float* x, int blocks, uint8_t* levels, float* scales, float* mins) {
+  float weights[kLaneBatchBlocks * kSuperBlock];
+  for (int k = 0; k < blocks * kSuperBlock; ++k) weights[k] = std::fabs(x[k]);
+  AffineFit fits[kLaneBatchBlocks * 16];
+  for_lane_batches(blocks * 16, [&](int groups, int g) {
+    make_qkx2_quants_lanes(groups, 16, 3, x + 16 * g, weights + 16 * g, levels + 16 * g, -0.5f, 0.1f, 15, true,
+                           fits + g);
+  });
+  for (int g = 0; g < blocks * 16; ++g) {
+    scales[g] = fits[g].scale;
+    mins[g] = fits[g].offset;
+  }
+}
+
+void q2k_finish(const float* x, uint8_t* levels, const float* scales, const float* mins, BlockQ2K& b) {
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 16; ++j) {
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -414,14 +517,25 @@ void encode_q2_K(const float* x, BlockQ2K& b) {
 
 void encode_q2_K_weighted(const float* x, const float* qw, BlockQ2K& b) {
   uint8_t levels[kSuperBlock], scale_levels[16], min_levels[16];
-  float scales[16], mins[16], weights[16], weight_sums[16];
+  float scales[16], mins[16], weights[kSuperBlock], weight_sums[16];
   const float sigma2 = sum_of_squares(x, kSuperBlock) / kSuperBlock;
   for (int j = 0; j < 16; ++j) {
-    imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weights);
-    weight_sums[j] = sum_of(weights, 16);
-    const AffineFit fit = make_qkx3_quants(16, 3, x + 16 * j, weights, levels + 16 * j, -0.9f, 0.05f, 36, false);
-    scales[j] = fit.scale;
-    mins[j] = fit.offset;
+    imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weights + 16 * j);
+    weight_sums[j] = sum_of(weights + 16 * j, 16);
+  }
+  AffineFit fits[16];
+  if (search_lanes() != 0) {
+    for (int g = 0; g < 16; g += 8) {
+      make_qkx3_quants_lanes(8, 16, 3, x + 16 * g, weights + 16 * g, levels + 16 * g, -0.9f, 0.05f, 36, false, fits + g);
+    }
+  } else {
+    for (int j = 0; j < 16; ++j) {
+      fits[j] = make_qkx3_quants(16, 3, x + 16 * j, weights + 16 * j, levels + 16 * j, -0.9f, 0.05f, 36, false);
+    }
+  }
+  for (int j = 0; j < 16; ++j) {
+    scales[j] = fits[j].scale;
+    mins[j] = fits[j].offset;
   }
   b.d = to_half(make_qp_quants(16, 15, scales, scale_levels, weight_sums));
   b.dmin = to_half(make_qp_quants(16, 15, mins, min_levels, weight_sums));
@@ -436,26 +550,29 @@ void q3k_requantize_and_pack(const float* x, int8_t* levels, BlockQ3K& b) {
   for (int j = 0; j < 16; ++j) {
     const float d = d_all * static_cast<float>(q3k_scale(b.scales, j));
     if (d == 0) continue;
-    for (int i = 0; i < 16; ++i) {
-      levels[16 * j + i] = static_cast<int8_t>(clamp_int(nearest_int(x[16 * j + i] / d), -4, 3) + 4);
-    }
+    requantize_values<false>(x + 16 * j, d, 0.f, -4, 3, 4, 16, levels + 16 * j);
   }
-  // The third bit goes to hmask, the low two to qs.
+  // The third bit goes to hmask, the low two to qs (without branches: the bit is a coin toss).
   for (int e = 0; e < kSuperBlock; ++e) {
-    if (levels[e] > 3) {
-      b.hmask[e % 32] = as_byte(b.hmask[e % 32] | (1 << (e / 32)));
-      levels[e] = static_cast<int8_t>(levels[e] - 4);
-    }
+    const int high = levels[e] > 3 ? 1 : 0;
+    b.hmask[e % 32] = as_byte(b.hmask[e % 32] | (high << (e / 32)));
+    levels[e] = static_cast<int8_t>(levels[e] - 4 * high);
   }
   pack_2bit(levels, b.qs);
 }
 
-void encode_q3_K(const float* x, BlockQ3K& b) {
-  int8_t levels[kSuperBlock];
-  float scales[16];
+void q3k_search(const float* x, int8_t* levels, float* scales, float*) {
+  for (int j = 0; j < 16; ++j) scales[j] = make_q3_quants(16, 4, x + 16 * j, levels + 16 * j, true);
+}
+
+void q3k_search_lanes(const float* x, int blocks, int8_t* levels, float* scales, float*) {
+  // 16 lanes a call: two vectors of 8 whose passes overlap.
+  for (int g = 0; g < blocks * 16; g += 16) make_q3_quants_lanes(16, 16, 4, x + 16 * g, levels + 16 * g, scales + g);
+}
+
+void q3k_finish(const float* x, int8_t* levels, const float* scales, const float*, BlockQ3K& b) {
   float max_scale = 0, amax = 0;
   for (int j = 0; j < 16; ++j) {
-    scales[j] = make_q3_quants(16, 4, x + 16 * j, levels + 16 * j, true);
     if (std::fabs(scales[j]) > amax) {
       amax = std::fabs(scales[j]);
       max_scale = scales[j];
@@ -477,12 +594,16 @@ void encode_q3_K(const float* x, BlockQ3K& b) {
 
 void encode_q3_K_weighted(const float* x, const float* qw, BlockQ3K& b) {
   int8_t levels[kSuperBlock], scale_levels[16];
-  float scales[16], weights[16], weight_sums[16];
+  float scales[16], weights[kSuperBlock], weight_sums[16];
   const float sigma2 = 2 * sum_of_squares(x, kSuperBlock) / kSuperBlock;
   for (int j = 0; j < 16; ++j) {
-    imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weights);
-    weight_sums[j] = sum_of(weights, 16);
-    scales[j] = make_qx_quants(16, 4, x + 16 * j, levels + 16 * j, 1, weights);
+    imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weights + 16 * j);
+    weight_sums[j] = sum_of(weights + 16 * j, 16);
+  }
+  if (search_lanes() != 0) {
+    for (int g = 0; g < 16; g += 8) make_qx_quants_lanes(8, 16, 4, x + 16 * g, levels + 16 * g, weights + 16 * g, scales + g);
+  } else {
+    for (int j = 0; j < 16; ++j) scales[j] = make_qx_quants(16, 4, x + 16 * j, levels + 16 * j, 1, weights + 16 * j);
   }
   const float d_block = make_qx_quants(16, 32, scales, scale_levels, 1, weight_sums);
   for (int j = 0; j < 16; ++j) set_q3k_scale(b.scales, j, scale_levels[j]);
@@ -520,20 +641,46 @@ void q45k_requantize_and_pack(const float* x, uint8_t* levels, Block& b) {
   }
 }
 
+// The reference weights of a sub-block: its rms plus |x|.
+void q45k_weights(const float* xs, float* weights) {
+  const float av_x = std::sqrt(sum_of_squares(xs, 32) / 32);
+  for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+}
+
 template <class Block>
-void encode_q45_K(const float* x, Block& b) {
+void q45k_search(const float* x, uint8_t* levels, float* scales, float* mins) {
   constexpr bool kFive = std::is_same_v<Block, BlockQ5K>;
-  uint8_t levels[kSuperBlock];
-  float scales[8], mins[8], weights[32];
-  float max_scale = 0, max_min = 0;
+  float weights[32];
   for (int j = 0; j < 8; ++j) {
     const float* xs = x + 32 * j;
-    const float av_x = std::sqrt(sum_of_squares(xs, 32) / 32);
-    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+    q45k_weights(xs, weights);
     const AffineFit fit = kFive ? make_qkx2_quants(32, 31, xs, weights, levels + 32 * j, -0.5f, 0.1f, 15, false)
                                 : make_qkx2_quants(32, 15, xs, weights, levels + 32 * j, -1.f, 0.1f, 20, false);
     scales[j] = fit.scale;
     mins[j] = fit.offset;
+  }
+}
+
+template <class Block>
+void q45k_search_lanes(const float* x, int blocks, uint8_t* levels, float* scales, float* mins) {
+  constexpr bool kFive = std::is_same_v<Block, BlockQ5K>;
+  float weights[kLaneBatchBlocks * kSuperBlock];
+  for (int g = 0; g < blocks * 8; ++g) q45k_weights(x + 32 * g, weights + 32 * g);
+  AffineFit fits[kLaneBatchBlocks * 8];
+  for_lane_batches(blocks * 8, [&](int groups, int g) {
+    make_qkx2_quants_lanes(groups, 32, kLevelMax<Block>, x + 32 * g, weights + 32 * g, levels + 32 * g,
+                           kFive ? -0.5f : -1.f, 0.1f, kFive ? 15 : 20, false, fits + g);
+  });
+  for (int g = 0; g < blocks * 8; ++g) {
+    scales[g] = fits[g].scale;
+    mins[g] = fits[g].offset;
+  }
+}
+
+template <class Block>
+void q45k_finish(const float* x, uint8_t* levels, const float* scales, const float* mins, Block& b) {
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -554,15 +701,24 @@ template <class Block>
 void encode_q45_K_weighted(const float* x, const float* qw, Block& b) {
   constexpr bool kFive = std::is_same_v<Block, BlockQ5K>;
   uint8_t levels[kSuperBlock], scale_levels[8], min_levels[8];
-  float scales[8], mins[8], weights[32], weight_sums[8];
+  float scales[8], mins[8], weights[kSuperBlock], weight_sums[8];
   const float sigma2 = 2 * sum_of_squares(x, kSuperBlock) / kSuperBlock;
   for (int j = 0; j < 8; ++j) {
-    imatrix_weights(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
-    weight_sums[j] = sum_of(weights, 32);
-    const AffineFit fit =
-        make_qkx3_quants(32, kLevelMax<Block>, x + 32 * j, weights, levels + 32 * j, -0.9f, 0.05f, 36, false);
-    scales[j] = fit.scale;
-    mins[j] = fit.offset;
+    imatrix_weights(x + 32 * j, qw + 32 * j, sigma2, 32, weights + 32 * j);
+    weight_sums[j] = sum_of(weights + 32 * j, 32);
+  }
+  AffineFit fits[8];
+  if (search_lanes() != 0) {
+    make_qkx3_quants_lanes(8, 32, kLevelMax<Block>, x, weights, levels, -0.9f, 0.05f, 36, false, fits);
+  } else {
+    for (int j = 0; j < 8; ++j) {
+      fits[j] = make_qkx3_quants(32, kLevelMax<Block>, x + 32 * j, weights + 32 * j, levels + 32 * j, -0.9f, 0.05f,
+                                 36, false);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    scales[j] = fits[j].scale;
+    mins[j] = fits[j].offset;
   }
   const float d_block = make_qp_quants(8, 63, scales, scale_levels, weight_sums);
   const float m_block = make_qp_quants(8, 63, mins, min_levels, weight_sums);
@@ -579,12 +735,19 @@ void encode_q45_K_weighted(const float* x, const float* qw, Block& b) {
 
 // ---- q6_K: the reference and imatrix paths differ only in make_qx_quants' weights
 
-void encode_q6_K_with(const float* x, const float* qw, BlockQ6K& b) {
-  int8_t levels[kSuperBlock];
-  float scales[16];
+void q6k_search(const float* x, int8_t* levels, float* scales, float*) {
+  for (int j = 0; j < 16; ++j) scales[j] = make_qx_quants(16, 32, x + 16 * j, levels + 16 * j, 1, nullptr);
+}
+
+void q6k_search_lanes(const float* x, int blocks, int8_t* levels, float* scales, float*) {
+  for_lane_batches(blocks * 16, [&](int groups, int g) {
+    make_qx_quants_lanes(groups, 16, 32, x + 16 * g, levels + 16 * g, nullptr, scales + g);
+  });
+}
+
+void q6k_finish(const float* x, int8_t* levels, const float* scales, const float*, BlockQ6K& b) {
   float max_scale = 0, max_abs_scale = 0;
   for (int j = 0; j < 16; ++j) {
-    scales[j] = make_qx_quants(16, 32, x + 16 * j, levels + 16 * j, 1, qw ? qw + 16 * j : nullptr);
     if (std::fabs(scales[j]) > max_abs_scale) {
       max_abs_scale = std::fabs(scales[j]);
       max_scale = scales[j];
@@ -602,22 +765,29 @@ void encode_q6_K_with(const float* x, const float* qw, BlockQ6K& b) {
   for (int j = 0; j < 16; ++j) {
     const float d = d_all * static_cast<float>(b.scales[j]);
     if (d == 0) continue;
-    for (int i = 0; i < 16; ++i) {
-      levels[16 * j + i] = static_cast<int8_t>(clamp_int(nearest_int(x[16 * j + i] / d), -32, 31) + 32);
-    }
+    requantize_values<false>(x + 16 * j, d, 0.f, -32, 31, 32, 16, levels + 16 * j);
   }
   pack_q6k(levels, b);
 }
 
-void encode_q6_K(const float* x, BlockQ6K& b) { encode_q6_K_with(x, nullptr, b); }
-void encode_q6_K_weighted(const float* x, const float* qw, BlockQ6K& b) { encode_q6_K_with(x, qw, b); }
+void encode_q6_K_weighted(const float* x, const float* qw, BlockQ6K& b) {
+  int8_t levels[kSuperBlock];
+  float scales[16];
+  if (search_lanes() != 0) {
+    for (int g = 0; g < 16; g += 8) make_qx_quants_lanes(8, 16, 32, x + 16 * g, levels + 16 * g, qw + 16 * g, scales + g);
+  } else {
+    for (int j = 0; j < 16; ++j) scales[j] = make_qx_quants(16, 32, x + 16 * j, levels + 16 * j, 1, qw + 16 * j);
+  }
+  q6k_finish(x, levels, scales, nullptr, b);
+}
 
 // ggml's quantize_qX_K: the whole input through the _ref quantizer without an importance matrix,
 // row by row through the _impl one with it (the imatrix indexes a row's columns).
-template <class Block, void (*Encode)(const float*, Block&), void (*EncodeWeighted)(const float*, const float*, Block&)>
+template <class Block, void (*EncodeReference)(const float*, std::byte*, int64_t),
+          void (*EncodeWeighted)(const float*, const float*, Block&)>
 void quantize_kquant(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row, const float* imatrix) {
   if (imatrix == nullptr) {
-    encode_blocks<Block>(src, dst, nrows * n_per_row, Encode);
+    EncodeReference(src, dst, nrows * n_per_row);
     return;
   }
   const int64_t blocks_per_row = n_per_row / kSuperBlock;
@@ -633,15 +803,20 @@ void quantize_kquant(const float* src, std::byte* dst, int64_t nrows, int64_t n_
 }  // namespace
 
 void register_kquant_kernels(KernelTable& t) {
-  entry(t, TensorType::Q6_K) = {dequantize_q6_K, quantize_kquant<BlockQ6K, encode_q6_K, encode_q6_K_weighted>, true};
+  constexpr auto q2 = encode_reference<BlockQ2K, uint8_t, 16, q2k_search, q2k_search_lanes, q2k_finish>;
+  constexpr auto q3 = encode_reference<BlockQ3K, int8_t, 16, q3k_search, q3k_search_lanes, q3k_finish>;
+  constexpr auto q4 = encode_reference<BlockQ4K, uint8_t, 8, q45k_search<BlockQ4K>, q45k_search_lanes<BlockQ4K>,
+                                       q45k_finish<BlockQ4K>>;
+  constexpr auto q5 = encode_reference<BlockQ5K, uint8_t, 8, q45k_search<BlockQ5K>, q45k_search_lanes<BlockQ5K>,
+                                       q45k_finish<BlockQ5K>>;
+  constexpr auto q6 = encode_reference<BlockQ6K, int8_t, 16, q6k_search, q6k_search_lanes, q6k_finish>;
+  entry(t, TensorType::Q6_K) = {dequantize_q6_K, quantize_kquant<BlockQ6K, q6, encode_q6_K_weighted>, true};
   entry(t, TensorType::Q4_K) = {dequantize_q45_K<BlockQ4K>,
-                                quantize_kquant<BlockQ4K, encode_q45_K<BlockQ4K>, encode_q45_K_weighted<BlockQ4K>>,
-                                true};
+                                quantize_kquant<BlockQ4K, q4, encode_q45_K_weighted<BlockQ4K>>, true};
   entry(t, TensorType::Q5_K) = {dequantize_q45_K<BlockQ5K>,
-                                quantize_kquant<BlockQ5K, encode_q45_K<BlockQ5K>, encode_q45_K_weighted<BlockQ5K>>,
-                                true};
-  entry(t, TensorType::Q3_K) = {dequantize_q3_K, quantize_kquant<BlockQ3K, encode_q3_K, encode_q3_K_weighted>, true};
-  entry(t, TensorType::Q2_K) = {dequantize_q2_K, quantize_kquant<BlockQ2K, encode_q2_K, encode_q2_K_weighted>, true};
+                                quantize_kquant<BlockQ5K, q5, encode_q45_K_weighted<BlockQ5K>>, true};
+  entry(t, TensorType::Q3_K) = {dequantize_q3_K, quantize_kquant<BlockQ3K, q3, encode_q3_K_weighted>, true};
+  entry(t, TensorType::Q2_K) = {dequantize_q2_K, quantize_kquant<BlockQ2K, q2, encode_q2_K_weighted>, true};
   entry(t, TensorType::Q8_K).dequantize = dequantize_q8_K;
 }
 

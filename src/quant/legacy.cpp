@@ -1,7 +1,8 @@
 // The legacy block formats: one fp16 scale (and for the _1 types an fp16 min) per block of 32
 // (q1_0: 128, q2_0: 64) values. Without an importance matrix ggml rounds against the block's
 // extreme value; with one, q4_0/q4_1/q5_0/q5_1 search the scale with make_qx_quants or
-// make_qkx3_quants instead.
+// make_qkx3_quants instead. The no-imatrix encoders have AVX2 versions (chosen at registration by
+// simd::isa()) that give the scalar code's bytes.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -417,9 +418,314 @@ void encode_q2_0(const float* x, BlockQ2_0& b) {
   }
 }
 
+// ---- quantize without an importance matrix, AVX2
+//
+// Inside a block only order-independent work is vectorised: the extremes (NaN skipped as the
+// scalar comparisons skip it; which of equal values the scalar keeps is worked out afterwards)
+// and the element-wise scale, offset, truncation and rounding, each lane doing the scalar's
+// float operations in its order. q1_0's sum of magnitudes is a sequential float sum, so there
+// each lane sums its own block (eight blocks at a time). The AVX-512 level uses these too: a
+// 16-lane version measured no faster (the per-block scalar steps dominate).
+
+#if GGUFKIT_QUANT_X86
+namespace encode_simd {
+
+using EncodeBlockFn = void (*)(const float* x, std::byte* out);
+
+GGUFKIT_TARGET_AVX2 inline __m256 abs8(__m256 v) {
+  return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+}
+
+// The largest / smallest lane of a NaN-free vector (a zero's sign is left open).
+GGUFKIT_TARGET_AVX2 inline float horizontal_max(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+GGUFKIT_TARGET_AVX2 inline float horizontal_min(__m256 v) {
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_min_ss(m, _mm_movehdup_ps(m)));
+}
+
+// Bit j set when lane j%8 of v[j/8] passes the comparison mask.
+GGUFKIT_TARGET_AVX2 inline uint32_t mask32(__m256 m0, __m256 m1, __m256 m2, __m256 m3) {
+  return static_cast<uint32_t>(_mm256_movemask_ps(m0)) | static_cast<uint32_t>(_mm256_movemask_ps(m1)) << 8 |
+         static_cast<uint32_t>(_mm256_movemask_ps(m2)) << 16 | static_cast<uint32_t>(_mm256_movemask_ps(m3)) << 24;
+}
+
+// fp32_to_fp16 through F16C: its rounding is ggml's; only NaN differs (F16C keeps the payload,
+// ggml makes the canonical quiet NaN).
+GGUFKIT_TARGET_AVX2 inline uint16_t half_of(float f) {
+  if (f != f) return to_half(f);
+  return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
+}
+GGUFKIT_TARGET_AVX2 inline void put_half(std::byte* p, float f) {
+  const uint16_t h = half_of(f);
+  std::memcpy(p, &h, sizeof h);
+}
+
+// The low byte of each int32 lane of a, b, c, d, in that order (the truncation to (u)int8 of the
+// scalar code: no saturation).
+GGUFKIT_TARGET_AVX2 inline __m256i low_bytes(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i ff = _mm256_set1_epi32(0xFF);
+  const __m256i ab = _mm256_packus_epi32(_mm256_and_si256(a, ff), _mm256_and_si256(b, ff));
+  const __m256i cd = _mm256_packus_epi32(_mm256_and_si256(c, ff), _mm256_and_si256(d, ff));
+  return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// truncate_to_int32(std::round(v)): adding the float just below one half, with v's sign, rounds
+// half away from zero exactly (also where the sum crosses a binade); NaN, inf and huge values go
+// through unchanged and truncate to INT32_MIN as in the scalar code.
+GGUFKIT_TARGET_AVX2 inline __m256i round_away_to_int(__m256 v) {
+  const __m256 sign = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN)));
+  const __m256 below_half = _mm256_or_ps(sign, _mm256_set1_ps(0.49999997f));
+  return _mm256_cvttps_epi32(_mm256_add_ps(v, below_half));
+}
+
+// 32 levels (bytes) -> 16 bytes: element j in the low nibble of byte j, element j+16 in the high one.
+GGUFKIT_TARGET_AVX2 inline __m128i pack_nibble_halves(__m256i levels) {
+  const __m128i lo = _mm256_castsi256_si128(levels), hi = _mm256_extracti128_si256(levels, 1);
+  return _mm_or_si128(lo, _mm_and_si128(_mm_slli_epi16(hi, 4), _mm_set1_epi8(static_cast<char>(0xF0))));
+}
+// As above for 5-bit levels: the nibbles masked, the fifth bits gathered into qh.
+GGUFKIT_TARGET_AVX2 inline void pack_5bit_levels(__m256i levels, std::byte* qs, std::byte* qh) {
+  const __m128i nib = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm256_castsi256_si128(levels), hi = _mm256_extracti128_si256(levels, 1);
+  const __m128i packed = _mm_or_si128(_mm_and_si128(lo, nib), _mm_slli_epi16(_mm_and_si128(hi, nib), 4));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), packed);
+  const auto bits = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(levels, 3)));
+  std::memcpy(qh, &bits, sizeof bits);
+}
+
+struct Block32 {
+  __m256 v[4];
+};
+GGUFKIT_TARGET_AVX2 inline Block32 load32(const float* x) {
+  return {{_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), _mm256_loadu_ps(x + 16), _mm256_loadu_ps(x + 24)}};
+}
+
+// signed_absmax: NaN never raises the running maximum; the value kept is the first of largest
+// magnitude; an all-zero (or all-NaN) block gives +0.
+GGUFKIT_TARGET_AVX2 inline float signed_absmax32(const float* x, const Block32& b) {
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 a[4];
+  for (int k = 0; k < 4; ++k) a[k] = abs8(b.v[k]);
+  // max_ps(a, m) returns m when a is NaN.
+  const __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_max_ps(a[0], zero), _mm256_max_ps(a[1], zero)),
+                                 _mm256_max_ps(_mm256_max_ps(a[2], zero), _mm256_max_ps(a[3], zero)));
+  const float amax = horizontal_max(m);
+  if (amax == 0.0f) return 0.0f;
+  const __m256 am = _mm256_set1_ps(amax);
+  const uint32_t at = mask32(_mm256_cmp_ps(a[0], am, _CMP_EQ_OQ), _mm256_cmp_ps(a[1], am, _CMP_EQ_OQ),
+                             _mm256_cmp_ps(a[2], am, _CMP_EQ_OQ), _mm256_cmp_ps(a[3], am, _CMP_EQ_OQ));
+  return x[__builtin_ctz(at)];
+}
+
+// min_max: NaN skipped; of equal extremes (only zeros differ in bits) the first one is kept.
+GGUFKIT_TARGET_AVX2 inline MinMax min_max32(const float* x, const Block32& b) {
+  const __m256 big = _mm256_set1_ps(FLT_MAX), small = _mm256_set1_ps(-FLT_MAX);
+  // min_ps(v, m) / max_ps(v, m) return m when v is NaN.
+  const __m256 lo = _mm256_min_ps(_mm256_min_ps(_mm256_min_ps(b.v[0], big), _mm256_min_ps(b.v[1], big)),
+                                  _mm256_min_ps(_mm256_min_ps(b.v[2], big), _mm256_min_ps(b.v[3], big)));
+  const __m256 hi = _mm256_max_ps(_mm256_max_ps(_mm256_max_ps(b.v[0], small), _mm256_max_ps(b.v[1], small)),
+                                  _mm256_max_ps(_mm256_max_ps(b.v[2], small), _mm256_max_ps(b.v[3], small)));
+  MinMax r{horizontal_min(lo), horizontal_max(hi)};
+  if (r.min == 0.0f || r.max == 0.0f) {
+    const __m256 zero = _mm256_setzero_ps();
+    const uint32_t zeros = mask32(_mm256_cmp_ps(b.v[0], zero, _CMP_EQ_OQ), _mm256_cmp_ps(b.v[1], zero, _CMP_EQ_OQ),
+                                  _mm256_cmp_ps(b.v[2], zero, _CMP_EQ_OQ), _mm256_cmp_ps(b.v[3], zero, _CMP_EQ_OQ));
+    const float first_zero = x[__builtin_ctz(zeros)];
+    if (r.min == 0.0f) r.min = first_zero;
+    if (r.max == 0.0f) r.max = first_zero;
+  }
+  return r;
+}
+
+// truncate_to_int32(v * id + add) for the block's 32 values, then their low bytes.
+GGUFKIT_TARGET_AVX2 inline __m256i scaled_bytes(const Block32& b, float id, float add) {
+  const __m256 vid = _mm256_set1_ps(id), vadd = _mm256_set1_ps(add);
+  __m256i q[4];
+  for (int k = 0; k < 4; ++k) q[k] = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(b.v[k], vid), vadd));
+  return low_bytes(q[0], q[1], q[2], q[3]);
+}
+// truncate_to_int32((v - min) * id + add), then the low bytes.
+GGUFKIT_TARGET_AVX2 inline __m256i shifted_scaled_bytes(const Block32& b, float min, float id, float add) {
+  const __m256 vmin = _mm256_set1_ps(min), vid = _mm256_set1_ps(id), vadd = _mm256_set1_ps(add);
+  __m256i q[4];
+  for (int k = 0; k < 4; ++k) {
+    q[k] = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(b.v[k], vmin), vid), vadd));
+  }
+  return low_bytes(q[0], q[1], q[2], q[3]);
+}
+
+GGUFKIT_TARGET_AVX2 inline void encode_q4_0_avx2(const float* x, std::byte* out) {
+  const Block32 b = load32(x);
+  const float d = signed_absmax32(x, b) / -8;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_half(out + offsetof(BlockQ4_0, d), d);
+  // (uint8_t)min(15, (int8_t)...): a signed byte minimum.
+  const __m256i levels = _mm256_min_epi8(scaled_bytes(b, id, 8.5f), _mm256_set1_epi8(15));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + offsetof(BlockQ4_0, qs)), pack_nibble_halves(levels));
+}
+
+GGUFKIT_TARGET_AVX2 inline void encode_q4_1_avx2(const float* x, std::byte* out) {
+  const Block32 b = load32(x);
+  const MinMax r = min_max32(x, b);
+  const float d = (r.max - r.min) / 15;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_half(out + offsetof(BlockQ4_1, d), d);
+  put_half(out + offsetof(BlockQ4_1, m), r.min);
+  const __m256i levels = _mm256_min_epi8(shifted_scaled_bytes(b, r.min, id, 0.5f), _mm256_set1_epi8(15));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + offsetof(BlockQ4_1, qs)), pack_nibble_halves(levels));
+}
+
+GGUFKIT_TARGET_AVX2 inline void encode_q5_0_avx2(const float* x, std::byte* out) {
+  const Block32 b = load32(x);
+  const float d = signed_absmax32(x, b) / -16;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_half(out + offsetof(BlockQ5_0, d), d);
+  const __m256i levels = _mm256_min_epi8(scaled_bytes(b, id, 16.5f), _mm256_set1_epi8(31));
+  pack_5bit_levels(levels, out + offsetof(BlockQ5_0, qs), out + offsetof(BlockQ5_0, qh));
+}
+
+GGUFKIT_TARGET_AVX2 inline void encode_q5_1_avx2(const float* x, std::byte* out) {
+  const Block32 b = load32(x);
+  const MinMax r = min_max32(x, b);
+  const float d = (r.max - r.min) / 31;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_half(out + offsetof(BlockQ5_1, d), d);
+  put_half(out + offsetof(BlockQ5_1, m), r.min);
+  const __m256i levels = shifted_scaled_bytes(b, r.min, id, 0.5f);
+  pack_5bit_levels(levels, out + offsetof(BlockQ5_1, qs), out + offsetof(BlockQ5_1, qh));
+}
+
+GGUFKIT_TARGET_AVX2 inline void encode_q8_0_avx2(const float* x, std::byte* out) {
+  const Block32 b = load32(x);
+  // ggml's MAX(amax, fabsf(v)) takes a NaN and drops it at the next value: order-dependent, so
+  // blocks holding NaN take the scalar code.
+  const __m256 nan = _mm256_or_ps(_mm256_cmp_ps(b.v[0], b.v[1], _CMP_UNORD_Q), _mm256_cmp_ps(b.v[2], b.v[3], _CMP_UNORD_Q));
+  if (_mm256_movemask_ps(nan) != 0) {
+    BlockQ8_0 block{};
+    encode_q8_0(x, block);
+    std::memcpy(out, &block, sizeof block);
+    return;
+  }
+  const __m256 m = _mm256_max_ps(_mm256_max_ps(abs8(b.v[0]), abs8(b.v[1])), _mm256_max_ps(abs8(b.v[2]), abs8(b.v[3])));
+  const float d = horizontal_max(m) / 127;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put_half(out + offsetof(BlockQ8_0, d), d);
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i q[4];
+  for (int k = 0; k < 4; ++k) q[k] = round_away_to_int(_mm256_mul_ps(b.v[k], vid));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + offsetof(BlockQ8_0, qs)), low_bytes(q[0], q[1], q[2], q[3]));
+}
+
+GGUFKIT_TARGET_AVX2 inline void encode_q2_0_avx2(const float* x, std::byte* out) {
+  const Block32 b0 = load32(x), b1 = load32(x + 32);
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 m = zero;
+  // max_ps(a, m) returns m when a is NaN, as `a > amax` skips it.
+  for (int k = 0; k < 4; ++k) m = _mm256_max_ps(_mm256_max_ps(abs8(b0.v[k]), zero), m);
+  for (int k = 0; k < 4; ++k) m = _mm256_max_ps(_mm256_max_ps(abs8(b1.v[k]), zero), m);
+  const float amax = horizontal_max(m);
+  const float id = amax > 0.0f ? 1.0f / amax : 0.0f;
+  put_half(out + offsetof(BlockQ2_0, d), amax);
+  const __m256 vid = _mm256_set1_ps(id);
+  const __m256i one = _mm256_set1_epi32(1), three = _mm256_set1_epi32(3);
+  __m256i codes[8];
+  for (int k = 0; k < 8; ++k) {
+    const __m256 v = k < 4 ? b0.v[k] : b1.v[k - 4];
+    const __m256i code = _mm256_add_epi32(round_away_to_int(_mm256_mul_ps(v, vid)), one);
+    codes[k] = _mm256_min_epi32(_mm256_max_epi32(code, _mm256_setzero_si256()), three);
+  }
+  // Codes 0..3 as bytes (elements 0-31, 32-63), then four per byte: c0 + 4c1 + 16c2 + 64c3.
+  const __m256i lo = low_bytes(codes[0], codes[1], codes[2], codes[3]);
+  const __m256i hi = low_bytes(codes[4], codes[5], codes[6], codes[7]);
+  const __m256i weights2 = _mm256_set1_epi16(0x0401), weights4 = _mm256_set1_epi32(0x00100001);
+  const __m256i lo4 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, weights2), weights4);
+  const __m256i hi4 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, weights2), weights4);
+  // 16 dwords each < 256 -> 16 bytes in order.
+  const __m256i words = _mm256_packus_epi32(lo4, hi4);  // lane 0: lo4[0..3] hi4[0..3], lane 1: lo4[4..7] hi4[4..7]
+  const __m256i bytes = _mm256_packus_epi16(words, words);
+  const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + offsetof(BlockQ2_0, qs)), _mm256_castsi256_si128(ordered));
+}
+
+template <class Block, EncodeBlockFn EncodeBlock>
+GGUFKIT_TARGET_AVX2 void encode_all_avx2(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t i = 0; i < n / Block::kElements; ++i) {
+    EncodeBlock(src + i * Block::kElements, dst + i * static_cast<int64_t>(sizeof(Block)));
+  }
+}
+
+// Transposes eight rows of eight floats.
+GGUFKIT_TARGET_AVX2 inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// q1_0, eight blocks at once: lane b sums block b's magnitudes in element order.
+GGUFKIT_TARGET_AVX2 void encode_q1_0_avx2(const float* src, std::byte* dst, int64_t n) {
+  constexpr int kE = BlockQ1_0::kElements;
+  const int64_t blocks = n / kE;
+  int64_t i = 0;
+  for (; i + 8 <= blocks; i += 8) {
+    const float* x = src + i * kE;
+    __m256 sum = _mm256_setzero_ps();
+    alignas(32) uint8_t signs[8][16];
+    for (int c = 0; c < kE / 8; ++c) {
+      __m256 r[8];
+      for (int b = 0; b < 8; ++b) {
+        r[b] = _mm256_loadu_ps(x + b * kE + 8 * c);
+        signs[b][c] = static_cast<uint8_t>(_mm256_movemask_ps(_mm256_cmp_ps(r[b], _mm256_setzero_ps(), _CMP_GE_OQ)));
+      }
+      transpose8(r);
+      for (int j = 0; j < 8; ++j) sum = _mm256_add_ps(sum, abs8(r[j]));
+    }
+    alignas(32) float d[8];
+    _mm256_store_ps(d, _mm256_div_ps(sum, _mm256_set1_ps(static_cast<float>(kE))));
+    for (int b = 0; b < 8; ++b) {
+      std::byte* out = dst + (i + b) * static_cast<int64_t>(sizeof(BlockQ1_0));
+      put_half(out + offsetof(BlockQ1_0, d), d[b]);
+      std::memcpy(out + offsetof(BlockQ1_0, qs), signs[b], 16);
+    }
+  }
+  for (; i < blocks; ++i) {
+    BlockQ1_0 block{};
+    encode_q1_0(src + i * kE, block);
+    store_block(dst, i, block);
+  }
+}
+
+}  // namespace encode_simd
+#endif  // GGUFKIT_QUANT_X86
+
+// Encodes n values (whole blocks; rows are contiguous, so a run of rows is one run of blocks).
+using EncodeAllFn = void (*)(const float* src, std::byte* dst, int64_t n);
+
 template <class Block, void (*Encode)(const float*, Block&)>
+void encode_all_portable(const float* src, std::byte* dst, int64_t n) {
+  encode_blocks<Block>(src, dst, n, Encode);
+}
+
+template <EncodeAllFn EncodeAll>
 void quantize_plain(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row, const float*) {
-  encode_blocks<Block>(src, dst, nrows * n_per_row, Encode);
+  EncodeAll(src, dst, nrows * n_per_row);
 }
 
 // ---- quantize with an importance matrix
@@ -448,11 +754,11 @@ void quantize_rows_weighted(const float* src, std::byte* dst, int64_t nrows, int
   }
 }
 
-template <class Block, void (*Encode)(const float*, Block&), void (*EncodeWeighted)(const float*, const float*, Block&)>
+template <class Block, EncodeAllFn EncodeAll, void (*EncodeWeighted)(const float*, const float*, Block&)>
 void quantize_with_optional_imatrix(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row,
                                     const float* imatrix) {
   if (imatrix == nullptr) {
-    encode_blocks<Block>(src, dst, nrows * n_per_row, Encode);
+    EncodeAll(src, dst, nrows * n_per_row);
   } else {
     quantize_rows_weighted<Block>(src, dst, nrows, n_per_row, imatrix, EncodeWeighted);
   }
@@ -486,22 +792,64 @@ void encode_q5_1_weighted(const float* x, const float* weight, BlockQ5_1& b) {
   pack_5bit(levels, b);
 }
 
+// Whether the vector encoders may run (simd::isa(), capped by GGUFKIT_QUANT_ISA).
+bool use_avx2_encoders() {
+#if GGUFKIT_QUANT_X86
+  return simd::has_avx2();
+#else
+  return false;
+#endif
+}
+
+// quantize_plain / quantize_with_optional_imatrix with the vector encoder when the CPU has it.
+template <class Block, void (*Encode)(const float*, Block&), EncodeAllFn Avx2>
+QuantizeFn plain_quantizer() {
+  return use_avx2_encoders() ? quantize_plain<Avx2> : quantize_plain<encode_all_portable<Block, Encode>>;
+}
+template <class Block, void (*Encode)(const float*, Block&), EncodeAllFn Avx2,
+          void (*EncodeWeighted)(const float*, const float*, Block&)>
+QuantizeFn imatrix_quantizer() {
+  return use_avx2_encoders() ? quantize_with_optional_imatrix<Block, Avx2, EncodeWeighted>
+                             : quantize_with_optional_imatrix<Block, encode_all_portable<Block, Encode>, EncodeWeighted>;
+}
+
+#if GGUFKIT_QUANT_X86
+#define GGUFKIT_AVX2_ENCODER(Block, name) encode_simd::encode_all_avx2<Block, encode_simd::name##_avx2>
+#define GGUFKIT_AVX2_ENCODER_Q1_0 encode_simd::encode_q1_0_avx2
+#else
+#define GGUFKIT_AVX2_ENCODER(Block, name) (encode_all_portable<Block, name>)
+#define GGUFKIT_AVX2_ENCODER_Q1_0 (encode_all_portable<BlockQ1_0, encode_q1_0>)
+#endif
+
 }  // namespace
 
 void register_legacy_kernels(KernelTable& t) {
-  entry(t, TensorType::Q8_0) = {dequantize_q8<BlockQ8_0>, quantize_plain<BlockQ8_0, encode_q8_0>};
+  entry(t, TensorType::Q8_0) = {dequantize_q8<BlockQ8_0>,
+                                plain_quantizer<BlockQ8_0, encode_q8_0, GGUFKIT_AVX2_ENCODER(BlockQ8_0, encode_q8_0)>()};
   entry(t, TensorType::Q8_1).dequantize = dequantize_q8<BlockQ8_1>;
-  entry(t, TensorType::Q4_0) = {dequantize_q4_0,
-                                quantize_with_optional_imatrix<BlockQ4_0, encode_q4_0, encode_q4_0_weighted>, true};
-  entry(t, TensorType::Q4_1) = {dequantize_q4_1,
-                                quantize_with_optional_imatrix<BlockQ4_1, encode_q4_1, encode_q4_1_weighted>, true};
-  entry(t, TensorType::Q5_0) = {dequantize_q5_0,
-                                quantize_with_optional_imatrix<BlockQ5_0, encode_q5_0, encode_q5_0_weighted>, true};
-  entry(t, TensorType::Q5_1) = {dequantize_q5_1,
-                                quantize_with_optional_imatrix<BlockQ5_1, encode_q5_1, encode_q5_1_weighted>, true};
+  entry(t, TensorType::Q4_0) = {
+      dequantize_q4_0,
+      imatrix_quantizer<BlockQ4_0, encode_q4_0, GGUFKIT_AVX2_ENCODER(BlockQ4_0, encode_q4_0), encode_q4_0_weighted>(),
+      true};
+  entry(t, TensorType::Q4_1) = {
+      dequantize_q4_1,
+      imatrix_quantizer<BlockQ4_1, encode_q4_1, GGUFKIT_AVX2_ENCODER(BlockQ4_1, encode_q4_1), encode_q4_1_weighted>(),
+      true};
+  entry(t, TensorType::Q5_0) = {
+      dequantize_q5_0,
+      imatrix_quantizer<BlockQ5_0, encode_q5_0, GGUFKIT_AVX2_ENCODER(BlockQ5_0, encode_q5_0), encode_q5_0_weighted>(),
+      true};
+  entry(t, TensorType::Q5_1) = {
+      dequantize_q5_1,
+      imatrix_quantizer<BlockQ5_1, encode_q5_1, GGUFKIT_AVX2_ENCODER(BlockQ5_1, encode_q5_1), encode_q5_1_weighted>(),
+      true};
   // ggml's quantize_q1_0 / quantize_q2_0 take an importance matrix but do not use it.
-  entry(t, TensorType::Q1_0) = {dequantize_q1_0, quantize_plain<BlockQ1_0, encode_q1_0>};
-  entry(t, TensorType::Q2_0) = {dequantize_q2_0, quantize_plain<BlockQ2_0, encode_q2_0>};
+  entry(t, TensorType::Q1_0) = {dequantize_q1_0, plain_quantizer<BlockQ1_0, encode_q1_0, GGUFKIT_AVX2_ENCODER_Q1_0>()};
+  entry(t, TensorType::Q2_0) = {dequantize_q2_0,
+                                plain_quantizer<BlockQ2_0, encode_q2_0, GGUFKIT_AVX2_ENCODER(BlockQ2_0, encode_q2_0)>()};
 }
+
+#undef GGUFKIT_AVX2_ENCODER
+#undef GGUFKIT_AVX2_ENCODER_Q1_0
 
 }  // namespace ggufkit::quant

@@ -1,12 +1,12 @@
 #include <algorithm>
-#include <thread>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "format/checked_math.h"
 #include "ggufkit/quant.h"
 #include "quant/kernels.h"
+#include "quant/simd.h"
+#include "quant/thread_pool.h"
 
 namespace ggufkit {
 namespace quant {
@@ -30,23 +30,9 @@ const KernelTable& kernel_table() {
 
 namespace {
 
-// Runs work(begin, end) over [0, units) split into contiguous runs, one per thread.
-template <class Work>
-void run_split(int64_t units, Threads threads, int64_t min_units_per_thread, Work work) {
-  unsigned n = threads.count == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads.count;
-  n = static_cast<unsigned>(std::min<int64_t>(n, std::max<int64_t>(1, units / std::max<int64_t>(1, min_units_per_thread))));
-  if (n <= 1) {
-    work(int64_t{0}, units);
-    return;
-  }
-  std::vector<std::thread> pool;
-  const int64_t per = (units + n - 1) / n;
-  for (unsigned i = 0; i < n; ++i) {
-    const int64_t begin = std::min<int64_t>(units, per * i), end = std::min<int64_t>(units, begin + per);
-    if (begin < end) pool.emplace_back(work, begin, end);
-  }
-  for (std::thread& t : pool) t.join();
-}
+// Work handed to one thread at a time: small enough to balance the load when a core is busy with
+// something else, large enough that taking it costs nothing measurable.
+constexpr int64_t kValuesPerTask = 65536;
 
 const quant::TypeKernels* kernels_of(TensorType type) {
   const auto id = static_cast<uint32_t>(type);
@@ -71,11 +57,13 @@ Expected<void> dequantize(TensorType type, std::span<const std::byte> src, std::
     return make_error(ErrorCode::invalid_argument, 0, {},
                       fmt::format("{} bytes of {} do not hold {} elements", src.size(), traits.name, dst.size()));
   }
-  // Blocks are independent: each thread decodes its own run of them.
+  // Blocks are independent: the pool's threads decode runs of them (about 64 Ki values each).
   const int64_t blocks = static_cast<int64_t>(dst.size() / traits.block_size);
-  run_split(blocks, threads, 4096, [&](int64_t begin, int64_t end) {
+  const int64_t blocks_per_task = std::max<int64_t>(1, kValuesPerTask / static_cast<int64_t>(traits.block_size));
+  quant::parallel_ranges(blocks, threads.count, blocks_per_task, [&](int64_t begin, int64_t end) {
     k->dequantize(src.data() + begin * traits.block_bytes, dst.data() + begin * traits.block_size,
                   (end - begin) * traits.block_size);
+    quant::simd::leave_vector_code();
   });
   return {};
 }
@@ -108,10 +96,12 @@ Expected<void> quantize(TensorType type, std::span<const float> src, std::span<s
     return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("{} needs an importance matrix", traits.name));
   }
   const float* weights = imatrix.empty() || !k->accepts_imatrix ? nullptr : imatrix.data();
-  // Rows are independent (ggml quantizes row by row too): each thread takes its own run of rows.
-  run_split(static_cast<int64_t>(nrows), threads, std::max<int64_t>(1, 65536 / n_per_row), [&](int64_t begin, int64_t end) {
+  // Rows are independent (ggml quantizes row by row too): the pool's threads take runs of rows.
+  const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / n_per_row);
+  quant::parallel_ranges(static_cast<int64_t>(nrows), threads.count, rows_per_task, [&](int64_t begin, int64_t end) {
     k->quantize(src.data() + begin * n_per_row, dst.data() + static_cast<uint64_t>(begin) * *row, end - begin, n_per_row,
                 weights);
+    quant::simd::leave_vector_code();
   });
   return {};
 }

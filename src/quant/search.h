@@ -51,6 +51,23 @@ AffineFit make_qkx3_quants(int n, int nmax, const float* x, const float* weights
 // weighted by `weights`: x ≈ scale * levels[i].
 float make_qp_quants(int n, int nmax, const float* x, uint8_t* levels, const float* weights);
 
+// Lane-parallel forms of the searches for the k-quants, with the scalar functions' exact results:
+// `groups` independent groups of n <= 32 values, group g at x + g*n (its weights at weights + g*n,
+// its levels to levels + g*n), one group per vector lane. groups is search_lanes(): 8 (AVX2) or
+// 16 (AVX-512); search_lanes() is 0 when neither is available, and these must not be called.
+int search_lanes();
+// make_qkx2_quants (weights required) and make_qkx3_quants (null weights mean x²) per group.
+void make_qkx2_quants_lanes(int groups, int n, int nmax, const float* x, const float* weights, uint8_t* levels,
+                            float rmin, float rdelta, int nstep, bool use_mad, AffineFit* fits);
+void make_qkx3_quants_lanes(int groups, int n, int nmax, const float* x, const float* weights, uint8_t* levels,
+                            float rmin, float rdelta, int nstep, bool use_mad, AffineFit* fits);
+// make_qx_quants with rmse_type 1 (null weights mean x²), scale of group g to scales[g].
+void make_qx_quants_lanes(int groups, int n, int nmax, const float* x, int8_t* levels, const float* weights,
+                          float* scales);
+// make_q3_quants with do_rmse, scale of group g to scales[g]; groups may also be 16 here (two
+// vectors of 8 side by side, faster than two calls) whenever search_lanes() is not 0.
+void make_q3_quants_lanes(int groups, int n, int nmax, const float* x, int8_t* levels, float* scales);
+
 // Block access shared by the legacy and k-quant kernels. Each format is a struct that mirrors
 // ggml's block layout (halves as uint16_t) with a kElements member; blocks are copied in and out
 // with memcpy since the buffers need not be aligned.

@@ -59,6 +59,11 @@ inline Isa isa() {
 inline bool has_avx2() { return isa() >= Isa::avx2; }
 inline bool has_avx512() { return isa() >= Isa::avx512; }
 
+// Clears the upper halves of the vector registers after a kernel: a compiler does not always do it
+// when a target-attributed function returns into baseline code, and dirty upper halves make later
+// SSE code (ours, or the caller's) pay a transition penalty.
+GGUFKIT_TARGET_AVX2 inline void clear_upper_halves() { _mm256_zeroupper(); }
+
 // 16 signed bytes from p (any alignment).
 GGUFKIT_TARGET_AVX2 inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 // 32 signed bytes from p (any alignment).
@@ -118,5 +123,12 @@ GGUFKIT_TARGET_AVX2 inline __m256i bits_to_byte_mask(uint32_t bits) {
 }
 
 #endif  // GGUFKIT_QUANT_X86
+
+// Called after every kernel run (registry.cpp): see clear_upper_halves.
+inline void leave_vector_code() {
+#if GGUFKIT_QUANT_X86
+  if (has_avx2()) clear_upper_halves();
+#endif
+}
 
 }  // namespace ggufkit::quant::simd
