@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds the benchmarks in Release mode (build-bench/), makes sure the llama.cpp oracle is
 # installed, and runs them, each printing ratios against llama.cpp in the same run.
-#   bench/run.sh                 both benchmarks
+#   bench/run.sh                 all three benchmarks
 #   bench/run.sh open [ARGS...]  opening vocabularies (ARGS: Google Benchmark flags and/or GGUF files)
-#   bench/run.sh quant [ARGS...] conversion kernels (ARGS: --seconds S and/or type names)
+#   bench/run.sh quant [ARGS...] conversion kernels (ARGS: --seconds S, --rows N, --threads N, type names)
+#   bench/run.sh model [ARGS...] whole-model quantization against llama_model_quantize (ARGS: --model F16.gguf,
+#                                --layers/--embd/--ff/--vocab N, --threads N, --repeat R, type names)
+#   bench/run.sh edit [GIB]      gguf set in place and as a rewrite against cp, on a GIB GiB model (default 8)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,13 +15,15 @@ BUILD="$ROOT/build-bench"
 "$ROOT/scripts/install-oracle.sh"
 
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGGUFKIT_TESTS=OFF -DGGUFKIT_BENCH=ON >/dev/null
-cmake --build "$BUILD" --target bench_open bench_quant -j "$(nproc)"
+cmake --build "$BUILD" --target bench_open bench_quant bench_quantize_model make_big_model gguf -j "$(nproc)"
 
 what=${1:-all}
 [ $# -gt 0 ] && shift
 case "$what" in
   open) exec "$BUILD/bench/bench_open" "$@" ;;
   quant) exec "$BUILD/bench/bench_quant" "$@" ;;
-  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" ;;
-  *) echo "usage: bench/run.sh [open|quant|all] [ARGS...]" >&2; exit 2 ;;
+  model) exec "$BUILD/bench/bench_quantize_model" "$@" ;;
+  edit) exec "$ROOT/bench/bench_edit.sh" "$BUILD" "$@" ;;
+  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" ;;
+  *) echo "usage: bench/run.sh [open|quant|model|edit|all] [ARGS...]" >&2; exit 2 ;;
 esac

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "ggufkit/endian.h"
 #include "ggufkit/quantize.h"
 
 namespace ggufkit {
@@ -124,6 +125,7 @@ int layer_of(std::string_view name) {
 }  // namespace
 
 Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options) {
+  if (auto r = require_native_order(input, "quantize"); !r) return std::move(r).error();
   const auto default_type = file_type_default_type(options.file_type);
   if (!default_type) {
     return make_error(ErrorCode::invalid_argument, 0, {},

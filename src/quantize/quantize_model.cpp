@@ -1,22 +1,242 @@
 // The streaming model quantizer: metadata as llama_model_quantize writes it, then each tensor
-// either copied or converted rows at a time (source rows to float32, then to the target type),
-// so memory holds a bounded slice of one tensor however large the model is.
+// either copied or converted a step of rows at a time, so memory holds a bounded slice of the model
+// however large it is.
+//
+// Converting: every thread takes a few rows at a time, widens them to float32 in a small buffer of
+// its own (it stays in the cache) and quantizes them straight into the step's output. With more
+// than one thread a driver thread runs the steps ahead of the writer (two output buffers), so
+// reading the source, converting and writing the file overlap; with one thread the writer's thread
+// converts each step when it needs it. The bytes are the same either way.
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ggufkit/conventions.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/writer.h"
+#include "quant/thread_pool.h"
 
 namespace ggufkit {
 namespace {
 
-constexpr int64_t kRowsBudgetValues = int64_t{1} << 22;  // floats converted per step (16 MiB)
-constexpr uint32_t kQuantizationVersion = 2;            // GGML_QNT_VERSION
+constexpr int64_t kValuesPerStep = int64_t{1} << 22;  // values converted per step of the writer's stream
+constexpr int64_t kValuesPerTask = int64_t{1} << 15;  // values a thread widens to float32 at a time (128 KiB)
+constexpr uint32_t kQuantizationVersion = 2;          // GGML_QNT_VERSION
 
 Error cancelled() { return make_error(ErrorCode::io_error, 0, {}, "cancelled"); }
+
+// One tensor to convert.
+struct Conversion {
+  std::span<const std::byte> source;
+  TensorType from = TensorType::F32, to = TensorType::F32;
+  int64_t n_per_row = 0;
+  uint64_t src_row = 0, dst_row = 0;  // bytes per row
+};
+
+// Widens rows of `c` to float32 and quantizes them, at most kValuesPerTask values at a time through a
+// buffer of the calling thread's own (small enough to stay in the cache).
+Expected<void> convert_some_rows(const Conversion& c, int64_t first, int64_t rows, std::span<std::byte> out) {
+  thread_local std::unique_ptr<float[]> widened;  // not zeroed: every value is written before it is read
+  thread_local size_t widened_size = 0;
+  const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / c.n_per_row);
+  for (int64_t done = 0; done < rows; done += rows_per_task) {
+    const auto n = static_cast<size_t>(std::min(rows_per_task, rows - done));
+    const auto src = c.source.subspan(static_cast<size_t>(first + done) * c.src_row, n * c.src_row);
+    const auto dst = out.subspan(static_cast<size_t>(done) * c.dst_row, n * c.dst_row);
+    const size_t values = n * static_cast<size_t>(c.n_per_row);
+    std::span<const float> floats;
+    if (c.from == TensorType::F32 && reinterpret_cast<uintptr_t>(src.data()) % alignof(float) == 0) {
+      floats = {reinterpret_cast<const float*>(src.data()), values};  // already float32: no copy
+    } else {
+      if (widened_size < values) {
+        widened = std::make_unique_for_overwrite<float[]>(values);
+        widened_size = values;
+      }
+      const std::span<float> buffer(widened.get(), values);
+      if (auto r = dequantize(c.from, src, buffer, Threads{1}); !r) return r;
+      floats = buffer;
+    }
+    if (auto r = quantize(c.to, floats, dst, c.n_per_row, {}, Threads{1}); !r) return r;
+  }
+  return {};
+}
+
+// Converts `rows` rows of `c` from row `first` into `out`, on `threads` threads.
+Expected<void> convert_rows(const Conversion& c, int64_t first, int64_t rows, std::span<std::byte> out,
+                            unsigned threads) {
+  std::mutex failure_mutex;
+  std::optional<Error> failure;
+  const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / c.n_per_row);
+  quant::parallel_ranges(rows, threads, rows_per_task, [&](int64_t begin, int64_t end) {
+    auto r = convert_some_rows(c, first + begin, end - begin,
+                               out.subspan(static_cast<size_t>(begin) * c.dst_row,
+                                           static_cast<size_t>(end - begin) * c.dst_row));
+    if (!r) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::move(r).error();
+    }
+  });
+  if (failure) return std::move(*failure);
+  return {};
+}
+
+// The converted tensors' bytes, in the order the writer asks for them: a list of steps (a run of
+// rows of one tensor each), consumed strictly in order.
+class ConversionStream {
+ public:
+  ConversionStream(unsigned threads, const std::atomic<bool>* cancel) : threads_(threads), cancel_(cancel) {}
+  ~ConversionStream() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    if (driver_.joinable()) driver_.join();
+  }
+  ConversionStream(const ConversionStream&) = delete;
+  ConversionStream& operator=(const ConversionStream&) = delete;
+
+  // Registers a tensor (before start()); returns its index for read().
+  size_t add(const Conversion& c) {
+    if (c.n_per_row <= 0 || c.src_row == 0 || c.dst_row == 0) {  // an empty tensor: nothing to read
+      conversions_.push_back(c);
+      return conversions_.size() - 1;
+    }
+    const int64_t rows = static_cast<int64_t>(c.source.size() / c.src_row);
+    const int64_t rows_per_step = std::max<int64_t>(1, kValuesPerStep / c.n_per_row);
+    for (int64_t first = 0; first < rows; first += rows_per_step) {
+      steps_.push_back({conversions_.size(), first, std::min(rows_per_step, rows - first)});
+      slot_bytes_ = std::max(slot_bytes_, static_cast<uint64_t>(steps_.back().rows) * c.dst_row);
+    }
+    conversions_.push_back(c);
+    return conversions_.size() - 1;
+  }
+
+  // With more than one thread, starts converting ahead of the reader.
+  void start() {
+    for (auto& slot : slots_) slot = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(slot_bytes_));
+    if (threads_ > 1 && !steps_.empty()) driver_ = std::thread([this] { drive(); });
+  }
+
+  // Fills `out` with the bytes of tensor `index`'s output from `offset`. Calls come in order.
+  Expected<void> read(size_t index, uint64_t offset, std::span<std::byte> out) {
+    while (!out.empty()) {
+      if (consumed_ >= steps_.size() || steps_[consumed_].conversion != index) {
+        return make_error(ErrorCode::invalid_argument, 0, {}, "tensor data requested out of order");
+      }
+      const Step& step = steps_[consumed_];
+      const Conversion& c = conversions_[index];
+      const uint64_t step_start = static_cast<uint64_t>(step.first_row) * c.dst_row;
+      const uint64_t step_bytes = static_cast<uint64_t>(step.rows) * c.dst_row;
+      if (offset < step_start || offset >= step_start + step_bytes) {
+        return make_error(ErrorCode::invalid_argument, 0, {}, "tensor data requested out of order");
+      }
+      if (auto r = wait_for(consumed_); !r) return r;
+      const std::byte* buffer = slots_[consumed_ % kSlots].get();
+      const uint64_t at = offset - step_start;
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), step_bytes - at));
+      std::copy_n(buffer + at, n, out.begin());
+      out = out.subspan(n);
+      offset += n;
+      if (at + n == step_bytes) {  // the step is used up: its buffer is free again
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          ++consumed_;
+        }
+        changed_.notify_all();
+      }
+    }
+    return {};
+  }
+
+ private:
+  struct Step {
+    size_t conversion;
+    int64_t first_row, rows;
+  };
+  static constexpr size_t kSlots = 2;
+
+  // Asks the kernel to start reading the next step's source while this one converts (it matters
+  // when the input is not in the page cache yet; a hint, so failures do not matter).
+  void prefetch(const Step& step) const {
+    const Conversion& c = conversions_[step.conversion];
+    const auto* begin = c.source.data() + static_cast<size_t>(step.first_row) * c.src_row;
+    static const auto page = static_cast<uintptr_t>(std::max(1L, ::sysconf(_SC_PAGESIZE)));
+    const uintptr_t from = reinterpret_cast<uintptr_t>(begin) / page * page;
+    const uintptr_t to = reinterpret_cast<uintptr_t>(begin) + static_cast<size_t>(step.rows) * c.src_row;
+    (void)::posix_madvise(reinterpret_cast<void*>(from), to - from, POSIX_MADV_WILLNEED);
+  }
+
+  Expected<void> convert_step(size_t s) {
+    if (cancel_ != nullptr && cancel_->load()) return cancelled();
+    if (s + 1 < steps_.size()) prefetch(steps_[s + 1]);
+    const Step& step = steps_[s];
+    const Conversion& c = conversions_[step.conversion];
+    const std::span<std::byte> buffer(slots_[s % kSlots].get(), static_cast<size_t>(step.rows) * c.dst_row);
+    return convert_rows(c, step.first_row, step.rows, buffer, threads_);
+  }
+
+  // Waits until step s is converted (converting it here when there is no driver).
+  Expected<void> wait_for(size_t s) {
+    if (!driver_.joinable()) {
+      if (produced_ <= s) {
+        if (auto r = convert_step(s); !r) return r;
+        produced_ = s + 1;
+      }
+      return {};
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return produced_ > s || failure_; });
+    if (produced_ > s) return {};
+    return *failure_;
+  }
+
+  void drive() {
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return stop_ || s < consumed_ + kSlots; });
+        if (stop_) return;
+      }
+      auto r = convert_step(s);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (r) {
+          produced_ = s + 1;
+        } else {
+          failure_ = std::move(r).error();
+        }
+      }
+      changed_.notify_all();
+      if (!r) return;
+    }
+  }
+
+  const unsigned threads_;
+  const std::atomic<bool>* cancel_;
+  std::vector<Conversion> conversions_;
+  std::vector<Step> steps_;
+  std::array<std::unique_ptr<std::byte[]>, kSlots> slots_;  // each holds the largest step's output
+  uint64_t slot_bytes_ = 0;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  size_t produced_ = 0;  // steps converted
+  size_t consumed_ = 0;  // steps read to their end
+  std::optional<Error> failure_;
+  bool stop_ = false;
+  std::thread driver_;
+};
 
 }  // namespace
 
@@ -38,6 +258,8 @@ Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path
   (void)b.set(keys::kQuantizationVersion, MetadataValue::of<uint32_t>(kQuantizationVersion));
   (void)b.set(keys::kFileType, MetadataValue::of<uint32_t>(options.file_type));
 
+  // The builder's producers point into the stream; its destructor joins the driver thread.
+  ConversionStream stream(quant::ThreadPool::resolve(options.threads.count), options.cancel);
   for (const TensorPlan& p : plan->tensors) {
     const TensorInfo& t = *p.tensor;
     if (!p.convert) {
@@ -57,44 +279,14 @@ Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path
       return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
                         fmt::format("ggufkit cannot quantize to {} yet", type_name(p.target)));
     }
-    // Rows go through float32 a bounded slice at a time; the producer is called in order.
     const int64_t n_per_row = t.ne[0];
-    const uint64_t src_row = *row_size(t.type, n_per_row), dst_row = *row_size(p.target, n_per_row);
-    const int64_t rows_per_step = std::max<int64_t>(1, kRowsBudgetValues / std::max<int64_t>(1, n_per_row));
-    const auto source = input.tensor_data(t);
-    struct State {
-      std::vector<float> floats;
-      std::vector<std::byte> out;
-      uint64_t out_start = 0;  // byte offset of `out` in the output tensor
-    };
-    auto state = std::make_shared<State>();
-    const TensorType src_type = t.type, dst_type = p.target;
-    const Threads threads = options.threads;
-    const std::atomic<bool>* cancel = options.cancel;
-    auto producer = [=](uint64_t offset, std::span<std::byte> chunk) -> Expected<void> {
-      while (!chunk.empty()) {
-        if (offset < state->out_start || offset >= state->out_start + state->out.size()) {
-          if (cancel != nullptr && cancel->load()) return cancelled();
-          const int64_t first_row = static_cast<int64_t>(offset / dst_row);
-          const int64_t total_rows = static_cast<int64_t>(source.size() / src_row);
-          const int64_t rows = std::min(rows_per_step, total_rows - first_row);
-          state->floats.resize(static_cast<size_t>(rows * n_per_row));
-          state->out.resize(static_cast<size_t>(rows) * dst_row);
-          const auto src = source.subspan(static_cast<size_t>(first_row) * src_row, static_cast<size_t>(rows) * src_row);
-          if (auto r = dequantize(src_type, src, state->floats, threads); !r) return r;
-          if (auto r = quantize(dst_type, state->floats, state->out, n_per_row, {}, threads); !r) return r;
-          state->out_start = static_cast<uint64_t>(first_row) * dst_row;
-        }
-        const uint64_t at = offset - state->out_start;
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), state->out.size() - at));
-        std::copy_n(state->out.begin() + static_cast<std::ptrdiff_t>(at), n, chunk.begin());
-        chunk = chunk.subspan(n);
-        offset += n;
-      }
-      return {};
-    };
+    const size_t index = stream.add({input.tensor_data(t), t.type, p.target, n_per_row, *row_size(t.type, n_per_row),
+                                     *row_size(p.target, n_per_row)});
+    ConversionStream* s = &stream;
+    auto producer = [s, index](uint64_t offset, std::span<std::byte> chunk) { return s->read(index, offset, chunk); };
     if (auto r = b.add_tensor(t.name, p.target, t.shape(), TensorProducer(producer)); !r) return r;
   }
+  stream.start();
   WriteOptions write_options;
   write_options.progress = options.progress;
   write_options.sync = options.sync;

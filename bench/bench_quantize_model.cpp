@@ -1,0 +1,316 @@
+// Whole-model quantization, ggufkit against llama.cpp in one run: per type, the time of
+// ggufkit::quantize_model (opening the input included) and of llama.cpp's llama_model_quantize
+// (the oracle's libllama.v0.4.0.so, loaded with dlopen) with pure = true, both on 1 thread and on
+// all cores. Every output is compared with llama.cpp's byte for byte: a time for a different file
+// is not a result.
+//
+// The model is an F16 llama-architecture file with random weights, written by ggufkit's writer into
+// a temporary directory (removed at the end), unless --model gives one.
+//   bench_quantize_model [--model F16.gguf] [--layers N] [--embd N] [--ff N] [--vocab N]
+//                        [--threads N] [--repeat R] [--keep] [TYPE...]
+//
+// Neither side flushes the output to the disk (llama.cpp does not; ggufkit's `sync` is off here).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <time.h>
+#include <unistd.h>
+
+#include "ggufkit/quantize.h"
+#include "ggufkit/reader.h"
+#include "ggufkit/writer.h"
+#include "llama_quantize_oracle.h"
+
+namespace {
+
+using namespace ggufkit;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Shape {
+  uint32_t layers = 2, embd = 2048, ff = 5632, vocab = 32000, heads = 32, kv_heads = 4, ctx = 2048;
+};
+
+uint64_t mix(uint64_t z) {  // SplitMix64's finaliser: a counter-based random stream
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// float -> IEEE half, round to nearest even (the values here are small and normal).
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xFF) - 127 + 15;
+  const uint32_t mant = x & 0x7FFFFFu;
+  if (exp <= 0) return static_cast<uint16_t>(sign);
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rest = mant & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(h);
+}
+
+// Weights about normally distributed (sum of four uniforms), value i of a tensor a function of
+// (seed, i) only, so the producer can be called with any chunking.
+TensorProducer random_f16(uint64_t seed, float scale) {
+  return [seed, scale](uint64_t offset, std::span<std::byte> out) -> Expected<void> {
+    for (size_t i = 0; i + 1 < out.size(); i += 2) {
+      const uint64_t r = mix(seed * 0x100000001B3ull + (offset + i) / 2);
+      const float sum = static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
+      const uint16_t h = to_half((sum / 65536.0f - 2.0f) * scale * 1.7320508f);  // variance of 4 uniforms: 1/3
+      std::memcpy(out.data() + i, &h, 2);
+    }
+    return {};
+  };
+}
+
+Expected<void> write_model(const fs::path& path, const Shape& s) {
+  GgufBuilder b;
+  auto u32 = [](uint32_t v) { return MetadataValue::of<uint32_t>(v); };
+  (void)b.set("general.architecture", MetadataValue::string("llama"));
+  (void)b.set("general.name", MetadataValue::string("ggufkit benchmark model"));
+  (void)b.set("general.file_type", u32(1));  // MOSTLY_F16
+  (void)b.set("llama.context_length", u32(s.ctx));
+  (void)b.set("llama.embedding_length", u32(s.embd));
+  (void)b.set("llama.block_count", u32(s.layers));
+  (void)b.set("llama.feed_forward_length", u32(s.ff));
+  (void)b.set("llama.attention.head_count", u32(s.heads));
+  (void)b.set("llama.attention.head_count_kv", u32(s.kv_heads));
+  (void)b.set("llama.attention.layer_norm_rms_epsilon", MetadataValue::of<float>(1e-5f));
+  (void)b.set("llama.rope.dimension_count", u32(s.embd / s.heads));
+  (void)b.set("llama.vocab_size", u32(s.vocab));
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  for (uint32_t i = 0; i < s.vocab; ++i) {
+    std::string token = i == 0 ? "<unk>" : i == 1 ? "<s>" : i == 2 ? "</s>" : "t";
+    if (i > 2) token += std::to_string(i);  // (not "t" + to_string: g++ 12 warns falsely about it)
+    tokens.push_back(std::move(token));
+    scores.push_back(-static_cast<float>(i));
+    types.push_back(i == 0 ? 2 : i < 3 ? 3 : 1);
+  }
+  (void)b.set("tokenizer.ggml.model", MetadataValue::string("llama"));
+  (void)b.set("tokenizer.ggml.tokens", MetadataValue::string_array(tokens));
+  (void)b.set("tokenizer.ggml.scores", MetadataValue::array(scores));
+  (void)b.set("tokenizer.ggml.token_type", MetadataValue::array(types));
+  (void)b.set("tokenizer.ggml.bos_token_id", u32(1));
+  (void)b.set("tokenizer.ggml.eos_token_id", u32(2));
+
+  std::vector<std::vector<std::byte>> norms;  // outlive the write
+  norms.reserve(2 * s.layers + 1);
+  auto ones = [&](int64_t n) -> std::span<const std::byte> {
+    std::vector<std::byte> bytes(static_cast<size_t>(n) * 4);
+    const float one = 1.0f;
+    for (int64_t i = 0; i < n; ++i) std::memcpy(bytes.data() + 4 * i, &one, 4);
+    norms.push_back(std::move(bytes));
+    return norms.back();
+  };
+  uint64_t seed = 1;
+  auto weight = [&](const std::string& name, int64_t cols, int64_t rows) {
+    const std::vector<int64_t> shape = {cols, rows};
+    return b.add_tensor(name, TensorType::F16, shape, random_f16(seed++, 1.0f / std::sqrt(static_cast<float>(cols))));
+  };
+  const int64_t embd = s.embd, kv = int64_t{s.embd} / s.heads * s.kv_heads, ff = s.ff;
+  const std::vector<int64_t> norm_shape = {embd};
+  if (auto r = weight("token_embd.weight", embd, s.vocab); !r) return r;
+  if (auto r = b.add_tensor("output_norm.weight", TensorType::F32, norm_shape, ones(embd)); !r) return r;
+  for (uint32_t l = 0; l < s.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    for (auto r : {b.add_tensor(p + "attn_norm.weight", TensorType::F32, norm_shape, ones(embd)),
+                   weight(p + "attn_q.weight", embd, embd), weight(p + "attn_k.weight", embd, kv),
+                   weight(p + "attn_v.weight", embd, kv), weight(p + "attn_output.weight", embd, embd),
+                   b.add_tensor(p + "ffn_norm.weight", TensorType::F32, norm_shape, ones(embd)),
+                   weight(p + "ffn_gate.weight", embd, ff), weight(p + "ffn_up.weight", embd, ff),
+                   weight(p + "ffn_down.weight", ff, embd)}) {
+      if (!r) return r;
+    }
+  }
+  WriteOptions options;
+  options.sync = false;
+  return b.write_file(path, options);
+}
+
+bool same_bytes(const fs::path& a, const fs::path& b) {
+  if (fs::file_size(a) != fs::file_size(b)) return false;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  std::vector<char> x(size_t{1} << 20), y(size_t{1} << 20);
+  while (fa && fb) {
+    fa.read(x.data(), static_cast<std::streamsize>(x.size()));
+    fb.read(y.data(), static_cast<std::streamsize>(y.size()));
+    if (fa.gcount() != fb.gcount() || std::memcmp(x.data(), y.data(), static_cast<size_t>(fa.gcount())) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The smallest real time and the smallest CPU time (all threads of the process, llama.cpp's too)
+// of `repeat` runs; negative when a run fails.
+struct Timing {
+  double real = 1e30, cpu = 1e30;
+};
+template <class Run>
+Timing best_of(int repeat, const Run& run) {
+  Timing best;
+  for (int i = 0; i < repeat; ++i) {
+    const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
+    if (!run()) return {-1, -1};
+    best.cpu = std::min(best.cpu, process_cpu_seconds() - c0);
+    best.real = std::min(best.real, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  if (s < 0) return "failed";
+  std::snprintf(buf, sizeof buf, "%.3f s", s);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Shape shape;
+  fs::path model;
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  int repeat = 1;
+  bool keep = false;
+  std::vector<std::string> types;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto number = [&]() -> uint32_t {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_quantize_model: %s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return static_cast<uint32_t>(std::stoul(argv[++i]));
+    };
+    if (arg == "--model" && i + 1 < argc) model = argv[++i];
+    else if (arg == "--layers") shape.layers = number();
+    else if (arg == "--embd") shape.embd = number();
+    else if (arg == "--ff") shape.ff = number();
+    else if (arg == "--vocab") shape.vocab = number();
+    else if (arg == "--threads") cores = std::max(1u, number());
+    else if (arg == "--repeat") repeat = static_cast<int>(std::max(1u, number()));
+    else if (arg == "--keep") keep = true;
+    else if (arg.starts_with("-")) {
+      std::fprintf(stderr, "usage: bench_quantize_model [--model F16.gguf] [--layers N] [--embd N] [--ff N] "
+                           "[--vocab N] [--threads N] [--repeat R] [--keep] [TYPE...]\n");
+      return 2;
+    } else types.push_back(arg);
+  }
+  if (types.empty()) types = {"q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl", "q5_K"};
+  if (shape.embd % shape.heads != 0) {
+    std::fprintf(stderr, "bench_quantize_model: --embd must be a multiple of %u\n", shape.heads);
+    return 2;
+  }
+
+  std::string why;
+  const LlamaQuantizeOracle* oracle = LlamaQuantizeOracle::get(&why);
+  if (oracle == nullptr) {
+    std::fprintf(stderr, "bench_quantize_model: %s\n", why.c_str());
+    return 2;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("ggufkit-bench-model-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  struct Cleanup {
+    fs::path dir;
+    bool keep;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!keep) fs::remove_all(dir, ec);
+    }
+  } cleanup{dir, keep};
+
+  if (model.empty()) {
+    model = dir / "llama-f16.gguf";
+    if (auto r = write_model(model, shape); !r) {
+      std::fprintf(stderr, "bench_quantize_model: cannot write the model: %s\n", r.error().describe().c_str());
+      return 1;
+    }
+  }
+  {
+    auto file = GgufFile::open(model);
+    if (!file) {
+      std::fprintf(stderr, "bench_quantize_model: %s\n", file.error().describe().c_str());
+      return 1;
+    }
+    uint64_t params = 0;
+    for (const TensorInfo& t : file->tensors()) params += static_cast<uint64_t>(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
+    std::printf("model: %s, %.0f MiB, %zu tensors, %.1f M weights\n", model.c_str(),
+                static_cast<double>(fs::file_size(model)) / (1 << 20), file->tensors().size(),
+                static_cast<double>(params) / 1e6);
+  }
+  std::printf("real seconds per model (best of %d; ggufkit's include opening the input); ratio = llama.cpp time / "
+              "ggufkit time;\ncpu = the same ratio in CPU time (all threads; steadier on a busy machine); "
+              "scaling = 1-thread real time / %u-thread real time\n", repeat, cores);
+  std::printf("%-8s %9s %9s %6s %6s   %9s %9s %6s %6s   %7s %7s  %s\n", "type", "ggufkit", "llama.cpp", "ratio", "cpu",
+              "ggufkit", "llama.cpp", "ratio", "cpu", "scaling", "scaling", "output");
+  const std::string n_thr = std::to_string(cores) + " thr";
+  std::printf("%-8s %9s %9s %6s %6s   %9s %9s %6s %6s   %7s %7s\n", "", "1 thread", "1 thread", "", "",
+              n_thr.c_str(), n_thr.c_str(), "", "", "ggufkit", "llama");
+
+  int status = 0;
+  for (const std::string& name : types) {
+    const auto type = parse_tensor_type(name);
+    const auto file_type = type ? file_type_for_type(*type) : std::nullopt;
+    if (!file_type || !quant_capabilities(*type).quantize) {
+      std::printf("%-8s ggufkit cannot quantize to it: skipped\n", name.c_str());
+      continue;
+    }
+    const fs::path ours = dir / ("ggufkit-" + name + ".gguf"), theirs = dir / ("llama-" + name + ".gguf");
+    auto run_ours = [&](unsigned threads) {
+      auto input = GgufFile::open(model);
+      if (!input) return false;
+      QuantizeOptions options;
+      options.file_type = *file_type;
+      options.pure = true;
+      options.threads = Threads{threads};
+      options.sync = false;
+      auto r = quantize_model(*input, ours, options);
+      if (!r) std::fprintf(stderr, "%s: %s\n", name.c_str(), r.error().describe().c_str());
+      return static_cast<bool>(r);
+    };
+    auto run_theirs = [&](unsigned threads) {
+      return oracle->quantize(model.string(), theirs.string(), *file_type, true, static_cast<int>(threads));
+    };
+    std::string output = "identical";
+    const Timing o1 = best_of(repeat, [&] { return run_theirs(1); });
+    const Timing g1 = best_of(repeat, [&] { return run_ours(1); });
+    if (o1.real < 0 || g1.real < 0 || !same_bytes(ours, theirs)) output = "DIFFERS (1 thread)";
+    const Timing on = best_of(repeat, [&] { return run_theirs(cores); });
+    const Timing gn = best_of(repeat, [&] { return run_ours(cores); });
+    if (on.real < 0 || gn.real < 0 || !same_bytes(ours, theirs)) {
+      output = output == "identical" ? "DIFFERS" : output + ", DIFFERS";
+    }
+    if (output != "identical") status = 1;
+    std::printf("%-8s %9s %9s %5.2fx %5.2fx   %9s %9s %5.2fx %5.2fx   %6.2fx %6.2fx  %s\n", name.c_str(),
+                seconds(g1.real).c_str(), seconds(o1.real).c_str(), o1.real / g1.real, o1.cpu / g1.cpu,
+                seconds(gn.real).c_str(), seconds(on.real).c_str(), on.real / gn.real, on.cpu / gn.cpu,
+                g1.real / gn.real, o1.real / on.real, output.c_str());
+    std::fflush(stdout);
+    std::error_code ec;
+    fs::remove(ours, ec);
+    fs::remove(theirs, ec);
+  }
+  return status;
+}
