@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,12 @@ class AtomicFile final : public ByteSink {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   Expected<void> write(std::span<const std::byte> bytes) override;
+  // Appends `length` bytes of the open file `fd` starting at `offset`, without passing them through
+  // user space when the file system allows it (copy_file_range). `progress` gets the bytes copied.
+  Expected<void> copy_from(int fd, uint64_t offset, uint64_t length,
+                           const std::function<void(uint64_t)>& progress = {});
+  // Permission bits the finished file gets instead of 0666 & ~umask (a rewrite keeps the original's).
+  Expected<void> set_permissions(uint32_t mode);
   // Flushes, optionally fsyncs the file and its directory, and renames over the target.
   Expected<void> commit(bool sync = true);
   const std::filesystem::path& temp_path() const { return temp_path_; }

@@ -1,0 +1,410 @@
+#include "ggufkit/endian.h"
+#include "ggufkit/edit.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "ggufkit/atomic_file.h"
+#include "ggufkit/conventions.h"
+#include "ggufkit/writer.h"
+
+namespace ggufkit {
+namespace {
+
+// A write of at most one page never tears when the process dies: the kernel copies a page at a
+// time and only checks for a fatal signal between pages.
+constexpr uint64_t kAtomicWriteBytes = 4096;
+
+struct Entry {
+  std::string key;
+  ValueType type;
+  std::span<const std::byte> encoded;  // into the file or into `owned`
+  std::shared_ptr<MetadataValue> owned;
+};
+
+template <class T>
+void put(std::vector<std::byte>& out, T v) {
+  const auto* p = reinterpret_cast<const std::byte*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+Error edit_error(std::string subject, std::string message) {
+  return make_error(ErrorCode::invalid_argument, 0, std::move(subject), std::move(message));
+}
+
+Error io_failure(const std::filesystem::path& path, const std::string& what) {
+  return make_error(ErrorCode::io_error, 0, {}, fmt::format("{} {}: {}", what, path.string(), std::strerror(errno)));
+}
+
+// The alignment the new metadata asks for, checked as gguf.cpp checks it.
+Expected<uint32_t> alignment_of(const std::vector<Entry>& entries) {
+  for (const Entry& e : entries) {
+    if (e.key != keys::kAlignment) continue;
+    const auto v = ValueView(e.type, e.encoded).get<uint32_t>();
+    if (!v || *v == 0 || !std::has_single_bit(*v)) {
+      return make_error(ErrorCode::bad_alignment, 0, e.key, "general.alignment must be a uint32 power of two");
+    }
+    return *v;
+  }
+  return kDefaultAlignment;
+}
+
+bool is_read_only(const struct stat& st) { return (st.st_mode & 0222) == 0; }
+
+}  // namespace
+
+std::string_view edit_mode_name(EditMode mode) {
+  switch (mode) {
+    case EditMode::unchanged: return "unchanged";
+    case EditMode::in_place: return "in place";
+    case EditMode::rewrite: return "rewrite";
+  }
+  return "?";
+}
+
+Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const MetadataChange> changes,
+                                      const EditOptions& options) {
+  // The new header is written in the host's order next to tensor infos copied verbatim.
+  if (auto r = require_native_order(file, "editing metadata"); !r) return std::move(r).error();
+  std::vector<Entry> entries;
+  entries.reserve(file.metadata().size() + changes.size());
+  for (const KeyValue& kv : file.metadata()) {
+    entries.push_back({std::string(kv.key), kv.value.type(), kv.value.encoded(), nullptr});
+  }
+  auto find = [&](std::string_view key) {
+    return std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.key == key; });
+  };
+
+  EditPlan plan;
+  // What each touched key looked like before the first change to it.
+  auto record = [&](const std::string& key) -> EditPlan::KeyChange& {
+    for (auto& c : plan.changes) {
+      if (c.key == key) return c;
+    }
+    EditPlan::KeyChange c;
+    c.key = key;
+    if (auto it = find(key); it != entries.end()) c.before = MetadataValue::copy_of(ValueView(it->type, it->encoded));
+    plan.changes.push_back(std::move(c));
+    return plan.changes.back();
+  };
+
+  for (const MetadataChange& change : changes) {
+    if (change.key.empty()) return edit_error({}, "a metadata key cannot be empty");
+    switch (change.kind) {
+      case MetadataChange::Kind::set: {
+        if (!change.value.well_formed()) return edit_error(change.key, "the new value is not a well-formed value");
+        record(change.key);
+        auto owned = std::make_shared<MetadataValue>(change.value);
+        if (auto it = find(change.key); it != entries.end()) {
+          *it = {change.key, owned->type(), owned->encoded(), owned};
+        } else {
+          entries.push_back({change.key, owned->type(), owned->encoded(), owned});
+        }
+        break;
+      }
+      case MetadataChange::Kind::remove: {
+        auto it = find(change.key);
+        if (it == entries.end()) return edit_error(change.key, "there is no such key to remove");
+        record(change.key);
+        entries.erase(it);
+        break;
+      }
+      case MetadataChange::Kind::rename: {
+        if (change.new_key.empty()) return edit_error(change.key, "a metadata key cannot be empty");
+        auto it = find(change.key);
+        if (it == entries.end()) return edit_error(change.key, "there is no such key to rename");
+        if (change.new_key == change.key) break;
+        if (find(change.new_key) != entries.end()) {
+          return edit_error(change.new_key, fmt::format("cannot rename '{}': the key exists", change.key));
+        }
+        EditPlan::KeyChange& old_entry = record(change.key);
+        const std::optional<MetadataValue> moved = MetadataValue::copy_of(ValueView(it->type, it->encoded));
+        it->key = change.new_key;  // the renamed key keeps its place
+        // Reported as the new key coming from the old one (the old key reads as removed).
+        EditPlan::KeyChange& new_entry = record(change.new_key);
+        new_entry.before.reset();
+        new_entry.renamed_from = change.key;
+        new_entry.after = moved;
+        (void)old_entry;
+        break;
+      }
+    }
+  }
+  // The final value of every touched key, and the report in the new file's order.
+  for (auto& c : plan.changes) {
+    if (auto it = find(c.key); it != entries.end()) {
+      c.after = MetadataValue::copy_of(ValueView(it->type, it->encoded));
+    } else {
+      c.after.reset();
+    }
+  }
+  auto position = [&](const EditPlan::KeyChange& c) {
+    auto it = find(c.key);
+    return it == entries.end() ? entries.size() : static_cast<size_t>(it - entries.begin());
+  };
+  std::stable_sort(plan.changes.begin(), plan.changes.end(),
+                   [&](const auto& a, const auto& b) { return position(a) < position(b); });
+
+  auto alignment = alignment_of(entries);
+  if (!alignment) return std::move(alignment).error();
+
+  // The new header: the same prefix layout, the new key/value records, the tensor infos verbatim.
+  std::vector<std::byte>& h = plan.header;
+  const auto magic = std::as_bytes(std::span(kGgufMagic));
+  h.insert(h.end(), magic.begin(), magic.end());
+  put<uint32_t>(h, file.version());
+  put<uint64_t>(h, file.tensors().size());
+  put<uint64_t>(h, entries.size());
+  for (const Entry& e : entries) {
+    put<uint64_t>(h, e.key.size());
+    const auto key = std::as_bytes(std::span(e.key));
+    h.insert(h.end(), key.begin(), key.end());
+    put<uint32_t>(h, static_cast<uint32_t>(e.type));
+    h.insert(h.end(), e.encoded.begin(), e.encoded.end());
+  }
+  const auto bytes = file.bytes();
+  if (!file.tensors().empty()) {
+    const uint64_t infos = file.tensors().front().info_offset;
+    h.insert(h.end(), bytes.begin() + static_cast<ptrdiff_t>(infos), bytes.begin() + static_cast<ptrdiff_t>(file.header_size()));
+  }
+  const uint64_t new_header_size = h.size();
+
+  // Where the data section starts, before and after. A file without tensors ends with its header,
+  // padded or not: keep that choice.
+  const bool has_tensors = !file.tensors().empty();
+  const bool padded = has_tensors || file.file_size() > file.header_size();
+  plan.old_data_offset = has_tensors ? file.data_offset() : file.file_size();
+  plan.new_data_offset = padded ? align_up(new_header_size, *alignment) : new_header_size;
+  h.resize(plan.new_data_offset, std::byte{0});
+  plan.realign = has_tensors && *alignment != file.alignment();
+
+  const std::span<const std::byte> old_header = bytes.first(plan.old_data_offset);
+  if (!plan.realign && std::ranges::equal(std::span<const std::byte>(h), old_header)) {
+    plan.mode = EditMode::unchanged;
+    plan.reason = "the metadata is already as asked";
+    return plan;
+  }
+  if (plan.realign) {
+    for (const Entry& e : entries) plan.realigned_metadata.emplace_back(e.key, MetadataValue::copy_of(ValueView(e.type, e.encoded)));
+    plan.mode = EditMode::rewrite;
+    plan.reason = fmt::format("general.alignment changes from {} to {}: the tensor data is laid out again",
+                              file.alignment(), *alignment);
+    return plan;
+  }
+  if (plan.new_data_offset != plan.old_data_offset) {
+    plan.mode = EditMode::rewrite;
+    plan.reason = fmt::format("the header grows from {} to {} bytes, past the {} bytes before the data section",
+                              file.header_size(), new_header_size, plan.old_data_offset);
+    if (new_header_size < file.header_size()) {
+      plan.reason = fmt::format("the header shrinks from {} to {} bytes: the data section would move",
+                                file.header_size(), new_header_size);
+    }
+    return plan;
+  }
+  // Same place: only the bytes that differ need writing.
+  uint64_t first = 0, last = plan.new_data_offset;
+  while (first < last && h[first] == old_header[first]) ++first;
+  while (last > first && h[last - 1] == old_header[last - 1]) --last;
+  plan.write_offset = first;
+  plan.write_length = last - first;
+  if (options.force_rewrite) {
+    plan.mode = EditMode::rewrite;
+    plan.reason = "a rewrite was asked for";
+  } else if (first / kAtomicWriteBytes != (last - 1) / kAtomicWriteBytes) {
+    plan.mode = EditMode::rewrite;
+    plan.reason = fmt::format(
+        "the {} changed bytes span more than one 4 KiB page: a write that large could be torn if the process died",
+        plan.write_length);
+  } else {
+    plan.mode = EditMode::in_place;
+    plan.reason = fmt::format("{} bytes at offset {} change; the data section stays at {}", plan.write_length,
+                              plan.write_offset, plan.new_data_offset);
+  }
+  return plan;
+}
+
+namespace {
+
+// Rewrites with the alignment changed: the builder lays the tensors out again.
+Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const std::filesystem::path& target,
+                               const ApplyOptions& options) {
+  GgufBuilder builder = GgufBuilder::from_file(file);
+  // The new key order: every old key removed, then each key set again in order.
+  for (const KeyValue& kv : file.metadata()) builder.remove(kv.key);
+  for (const auto& [key, value] : plan.realigned_metadata) {
+    if (auto r = builder.set(key, value); !r) return r;
+  }
+  WriteOptions write_options = builder.suggested_options();
+  write_options.sync = options.sync;
+  return builder.write_file(target, write_options);
+}
+
+}  // namespace
+
+Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::path& source, const EditPlan& plan,
+                                   const std::filesystem::path& target, const ApplyOptions& options) {
+  struct stat source_stat {};
+  if (::stat(source.c_str(), &source_stat) != 0) return io_failure(source, "cannot read");
+  if (static_cast<uint64_t>(source_stat.st_size) != file.file_size()) {
+    return make_error(ErrorCode::io_error, 0, {}, fmt::format("{} changed since it was read", source.string()));
+  }
+  struct stat target_stat {};
+  const bool target_exists = ::stat(target.c_str(), &target_stat) == 0;
+  const bool same_file = target_exists && target_stat.st_dev == source_stat.st_dev && target_stat.st_ino == source_stat.st_ino;
+  if (same_file && is_read_only(source_stat)) {
+    return make_error(ErrorCode::io_error, 0, {}, fmt::format("{} is read-only: not modified", source.string()));
+  }
+  if (same_file && plan.mode == EditMode::unchanged) return {};
+
+  if (same_file && plan.mode == EditMode::in_place) {
+    const int fd = ::open(source.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return io_failure(source, "cannot open for writing");
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    // The header on disk must still be the one the plan was made from (the write changes only part
+    // of it: another writer's change elsewhere in it would otherwise be mixed with ours).
+    std::vector<std::byte> current(plan.old_data_offset);
+    const ssize_t got = ::pread(fd, current.data(), current.size(), 0);
+    if (got != static_cast<ssize_t>(current.size()) || !std::ranges::equal(current, file.bytes().first(plan.old_data_offset))) {
+      return make_error(ErrorCode::io_error, 0, {},
+                        fmt::format("{} changed since it was read: not modified", source.string()));
+    }
+    const ssize_t put = ::pwrite(fd, plan.header.data() + plan.write_offset, plan.write_length,
+                                 static_cast<off_t>(plan.write_offset));
+    if (put != static_cast<ssize_t>(plan.write_length)) return io_failure(source, "cannot write");
+    if (options.sync && ::fsync(fd) != 0) return io_failure(source, "cannot sync");
+    return {};
+  }
+
+  if (plan.realign) return write_realigned(file, plan, target, options);
+
+  auto out = AtomicFile::create(target);
+  if (!out) return std::move(out).error();
+  // A file replaced in place keeps its permission bits.
+  if (target_exists) {
+    if (auto r = (*out)->set_permissions(static_cast<uint32_t>(target_stat.st_mode)); !r) return r;
+  }
+  if (auto r = (*out)->write(plan.header); !r) return r;
+  if (!file.tensors().empty()) {
+    const int fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return io_failure(source, "cannot open");
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    const uint64_t length = file.file_size() - plan.old_data_offset;
+    std::function<void(uint64_t)> progress;
+    if (options.progress) progress = [&](uint64_t done) { options.progress(done, length); };
+    if (auto r = (*out)->copy_from(fd, plan.old_data_offset, length, progress); !r) return r;
+  }
+  return (*out)->commit(options.sync);
+}
+
+Expected<MetadataValue> parse_scalar_value(std::string_view text, ValueType type) {
+  auto bad = [&](std::string_view what) {
+    return edit_error({}, fmt::format("'{}' is not {}", text, what));
+  };
+  auto parse_int = [&]<class T>(T) -> Expected<MetadataValue> {
+    T v{};
+    std::string_view digits = text;
+    if constexpr (std::is_unsigned_v<T>) {
+      if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
+    }
+    int base = 10;
+    if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+      digits.remove_prefix(2);
+      base = 16;
+    }
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+    if (ec == std::errc::result_out_of_range) {
+      return bad(fmt::format("in the range of {} ({}..{})", value_type_name(type), std::numeric_limits<T>::min(),
+                             std::numeric_limits<T>::max()));
+    }
+    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
+      return bad(fmt::format("an integer ({})", value_type_name(type)));
+    }
+    return MetadataValue::of(v);
+  };
+  auto parse_float = [&]() -> std::optional<double> {
+    const std::string s(text);
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size()) return std::nullopt;
+    return v;
+  };
+  switch (type) {
+    case ValueType::UInt8: return parse_int(uint8_t{});
+    case ValueType::Int8: return parse_int(int8_t{});
+    case ValueType::UInt16: return parse_int(uint16_t{});
+    case ValueType::Int16: return parse_int(int16_t{});
+    case ValueType::UInt32: return parse_int(uint32_t{});
+    case ValueType::Int32: return parse_int(int32_t{});
+    case ValueType::UInt64: return parse_int(uint64_t{});
+    case ValueType::Int64: return parse_int(int64_t{});
+    case ValueType::Float32: {
+      const auto v = parse_float();
+      if (!v) return bad("a number");
+      if (std::isfinite(*v) && std::abs(*v) > std::numeric_limits<float>::max()) return bad("in the range of float32");
+      return MetadataValue::of(static_cast<float>(*v));
+    }
+    case ValueType::Float64: {
+      const auto v = parse_float();
+      if (!v) return bad("a number");
+      return MetadataValue::of(*v);
+    }
+    case ValueType::Bool:
+      if (text == "true" || text == "1") return MetadataValue::of(true);
+      if (text == "false" || text == "0") return MetadataValue::of(false);
+      return bad("a boolean (true, false, 1 or 0)");
+    case ValueType::String: return MetadataValue::string(text);
+    case ValueType::Array: return edit_error({}, "an array value needs JSON (--json)");
+  }
+  return edit_error({}, "unknown value type");
+}
+
+ValueType infer_value_type(std::string_view key, std::string_view text) {
+  // Keys whose convention is a string stay strings, whatever they look like ("1.0", "true").
+  static constexpr std::string_view kStringKeys[] = {
+      keys::kArchitecture, keys::kType,    keys::kName,      keys::kAuthor,      keys::kVersion,
+      keys::kOrganization, keys::kBasename, keys::kFinetune, keys::kDescription, keys::kQuantizedBy,
+      keys::kSizeLabel,    keys::kLicense, keys::kUrl,       keys::kRepoUrl,     keys::kTokenizerModel,
+      keys::kTokenizerPre};
+  if (std::ranges::find(kStringKeys, key) != std::end(kStringKeys) || key.starts_with(keys::kChatTemplate) ||
+      key.starts_with("general.license.") || key.starts_with("general.source.")) {
+    return ValueType::String;
+  }
+  if (text == "true" || text == "false") return ValueType::Bool;
+  if (!text.empty()) {
+    if (parse_scalar_value(text, ValueType::UInt32)) return ValueType::UInt32;
+    if (parse_scalar_value(text, ValueType::Int32)) return ValueType::Int32;
+    if (parse_scalar_value(text, ValueType::UInt64)) return ValueType::UInt64;
+    if (parse_scalar_value(text, ValueType::Int64)) return ValueType::Int64;
+    const bool numeric_look = text.find_first_of(".eE") != std::string_view::npos || text == "inf" ||
+                              text == "-inf" || text == "nan";
+    if (numeric_look && text.find_first_not_of("0123456789+-.eEinfa") == std::string_view::npos &&
+        parse_scalar_value(text, ValueType::Float32)) {
+      return ValueType::Float32;
+    }
+  }
+  return ValueType::String;
+}
+
+}  // namespace ggufkit

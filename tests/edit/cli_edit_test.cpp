@@ -1,0 +1,204 @@
+// gguf set / get / rm / rename: the verbs as a user runs them, on copies of the sample model.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include "ggufkit/reader.h"
+#include "test_support.h"
+
+namespace {
+
+using namespace ggufkit;
+using namespace ggufkit::test;
+namespace fs = std::filesystem;
+
+class CliEdit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = temp_dir("cli-edit");
+    model = dir / "model.gguf";
+    fs::copy_file(sample_model(), model);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  GgufFile reopen(const fs::path& p) {
+    auto f = GgufFile::open(p);
+    EXPECT_TRUE(f) << f.error().describe();
+    return std::move(*f);
+  }
+  // The tensor bytes of the original sample and of `p` are the same.
+  void expect_same_tensors(const fs::path& p) {
+    auto a = GgufFile::open(sample_model());
+    auto b = GgufFile::open(p);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->tensors().size(), b->tensors().size());
+    for (size_t i = 0; i < a->tensors().size(); ++i) {
+      const auto x = a->tensor_data(a->tensors()[i]), y = b->tensor_data(b->tensors()[i]);
+      EXPECT_TRUE(std::ranges::equal(x, y)) << a->tensors()[i].name;
+    }
+  }
+  fs::path dir, model;
+};
+
+TEST_F(CliEdit, ChatTemplateFromAFileComesBackByteForByte) {
+  // No trailing newline, CRLF, a tab, UTF-8 and Jinja: all must survive exactly.
+  const std::string jinja = "{% for m in messages %}<|{{ m['role'] }}|>\r\n\t{{ m['content'] }} — ünïcode{% endfor %}";
+  const fs::path t = dir / "t.jinja";
+  write_bytes(t, std::vector<std::byte>(reinterpret_cast<const std::byte*>(jinja.data()),
+                                        reinterpret_cast<const std::byte*>(jinja.data()) + jinja.size()));
+  auto r = run_gguf({"set", model.string(), "tokenizer.chat_template", "--from-file", t.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tokenizer.chat_template"), std::string::npos);
+  r = run_gguf({"get", model.string(), "tokenizer.chat_template"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, jinja);
+  r = run_gguf({"get", model.string(), "tokenizer.chat_template", "--json"});
+  EXPECT_EQ(r.out.front(), '"');
+  // A named template next to it.
+  r = run_gguf({"set", model.string(), "tokenizer.chat_template.tool_use", "--from-file", t.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(run_gguf({"get", model.string(), "tokenizer.chat_template.tool_use"}).out, jinja);
+  expect_same_tensors(model);
+}
+
+TEST_F(CliEdit, ExistingKeysKeepTheirTypeNewKeysAreInferred) {
+  const GgufFile before = reopen(model);
+  const KeyValue* ctx = nullptr;
+  for (const KeyValue& kv : before.metadata()) {
+    if (kv.key.ends_with(".context_length")) ctx = &kv;
+  }
+  ASSERT_NE(ctx, nullptr);
+  const std::string ctx_key(ctx->key);
+  const ValueType ctx_type = ctx->value.type();
+  auto r = run_gguf({"set", model.string(), ctx_key, "8192", "test.u", "123", "test.i", "-5", "test.f", "0.5",
+                     "test.b", "true", "test.s", "hello", "general.version", "2.0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const GgufFile f = reopen(model);
+  EXPECT_EQ(f.get(ctx_key)->type(), ctx_type);
+  EXPECT_EQ(run_gguf({"get", model.string(), ctx_key}).out, "8192\n");
+  EXPECT_EQ(f.get("test.u")->type(), ValueType::UInt32);
+  EXPECT_EQ(f.get("test.i")->get<int32_t>(), -5);
+  EXPECT_EQ(f.get("test.f")->get<float>(), 0.5f);
+  EXPECT_EQ(f.get("test.b")->get<bool>(), true);
+  EXPECT_EQ(f.get("test.s")->as_string(), "hello");
+  EXPECT_EQ(f.get("general.version")->as_string(), "2.0");
+  // --type overrides, and checks the range.
+  r = run_gguf({"set", model.string(), "test.u", "300", "--type", "uint8"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("test.u"), std::string::npos) << r.err;
+  r = run_gguf({"set", model.string(), "test.u", "300", "--type", "int64"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(reopen(model).get("test.u")->get<int64_t>(), 300);
+  EXPECT_NE(r.out.find("uint32"), std::string::npos) << "the type change is reported: " << r.out;
+  expect_same_tensors(model);
+}
+
+TEST_F(CliEdit, ArraysComeFromJson) {
+  auto r = run_gguf({"set", model.string(), "test.ints", "--json", "[1, 2, 3]"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_gguf({"set", model.string(), "test.words", "--json", R"(["a", "b c", "\u00e9"])"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_gguf({"set", model.string(), "test.floats", "--json", "[0.5, 1, -2]", "--type", "float32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const GgufFile f = reopen(model);
+  EXPECT_EQ(f.get("test.ints")->as_array()->element_type(), ValueType::UInt32);
+  EXPECT_EQ(f.get("test.ints")->as_array()->size(), 3u);
+  EXPECT_EQ(run_gguf({"get", model.string(), "test.words"}).out, "[\"a\",\"b c\",\"\xc3\xa9\"]\n");
+  EXPECT_EQ(f.get("test.floats")->as_array()->element_type(), ValueType::Float32);
+  // An existing array keeps its element type.
+  r = run_gguf({"set", model.string(), "test.ints", "--json", "[7]"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(reopen(model).get("test.ints")->as_array()->element_type(), ValueType::UInt32);
+  // Text for an array, mixed JSON, bad JSON: usage errors.
+  EXPECT_EQ(run_gguf({"set", model.string(), "test.ints", "5"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"set", model.string(), "test.mixed", "--json", "[1, \"a\"]"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"set", model.string(), "test.bad", "--json", "[1,"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"set", model.string(), "test.empty", "--json", "[]"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"set", model.string(), "test.empty", "--json", "[]", "--type", "int32"}).exit_code, 0);
+}
+
+TEST_F(CliEdit, DryRunAndOutputLeaveTheFileUntouched) {
+  const auto before = read_bytes(model);
+  auto r = run_gguf({"set", model.string(), "general.name", "A much longer name than the sample has", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("dry run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rewrite"), std::string::npos) << r.out;
+  EXPECT_EQ(read_bytes(model), before);
+  const fs::path out = dir / "out.gguf";
+  r = run_gguf({"rm", model.string(), "general.name", "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_bytes(model), before);
+  EXPECT_EQ(reopen(out).find("general.name"), nullptr);
+  expect_same_tensors(out);
+}
+
+TEST_F(CliEdit, InPlaceWhenItFitsRewriteOtherwise) {
+  const GgufFile f = reopen(model);
+  const std::string name(f.get("general.name")->as_string().value_or(""));
+  std::string same_length = name;
+  same_length[0] = same_length[0] == 'X' ? 'Y' : 'X';
+  auto r = run_gguf({"set", model.string(), "general.name", same_length});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("in place"), std::string::npos) << r.out;
+  r = run_gguf({"set", model.string(), "general.name", name + std::string(200, '!')});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rewrite"), std::string::npos) << r.out;
+  EXPECT_EQ(run_gguf({"get", model.string(), "general.name"}).out, name + std::string(200, '!'));
+  expect_same_tensors(model);
+}
+
+TEST_F(CliEdit, RemoveRenameAndSeveralChangesInOneCall) {
+  auto r = run_gguf({"rename", model.string(), "general.name", "general.title"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rename general.name -> general.title"), std::string::npos) << r.out;
+  // The verb's own changes first, then --rename, then --rm: one write for all of them.
+  r = run_gguf({"set", model.string(), "test.a", "1", "--rm", "general.title", "--rename", "test.a=test.b"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const GgufFile f = reopen(model);
+  EXPECT_EQ(f.find("general.title"), nullptr);
+  EXPECT_EQ(f.find("test.a"), nullptr);
+  EXPECT_EQ(f.get("test.b")->get<uint32_t>(), 1u);
+  r = run_gguf({"rm", model.string(), "no.such.key"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no.such.key"), std::string::npos) << r.err;
+  expect_same_tensors(model);
+}
+
+TEST_F(CliEdit, ErrorsAreUsageErrorsAndChangeNothing) {
+  const auto before = read_bytes(model);
+  EXPECT_EQ(run_gguf({"get", model.string(), "no.such.key"}).exit_code, 1);
+  EXPECT_EQ(run_gguf({"get", (dir / "missing.gguf").string(), "general.name"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"set", (dir / "missing.gguf").string(), "general.name", "x"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"set", model.string(), "general.name"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"set", model.string(), "k", "v", "--type", "complex"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"set", model.string(), "k", "--from-file", (dir / "none.jinja").string()}).exit_code, 2);
+  ASSERT_EQ(::chmod(model.c_str(), 0444), 0);
+  const auto r = run_gguf({"set", model.string(), "general.name", "read-only"});
+  ::chmod(model.c_str(), 0644);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("read-only"), std::string::npos) << r.err;
+  EXPECT_EQ(read_bytes(model), before);
+  for (const char* verb : {"set", "get", "rm", "rename"}) {
+    const auto help = run_gguf({verb, "--help"});
+    EXPECT_EQ(help.exit_code, 0) << verb;
+    EXPECT_NE(help.out.find("Usage"), std::string::npos) << verb;
+  }
+}
+
+TEST_F(CliEdit, BigEndianFilesAreReadButNotEditedInPlaceOfConversion) {
+  const fs::path big = dir / "big.gguf";
+  auto r = run_gguf({"convert-endian", model.string(), big.string(), "--to", "big"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Reading works everywhere metadata is read...
+  r = run_gguf({"get", big.string(), "general.name"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, run_gguf({"get", model.string(), "general.name"}).out);
+  EXPECT_NE(run_gguf({"info", big.string()}).out.find("big-endian"), std::string::npos);
+  // ...but an edit would write a little-endian header over big-endian tensor infos: refused, untouched.
+  const auto before = read_bytes(big);
+  r = run_gguf({"set", big.string(), "general.name", "x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("convert-endian"), std::string::npos) << r.err;
+  EXPECT_EQ(read_bytes(big), before);
+}
+
+}  // namespace

@@ -1,0 +1,121 @@
+// gguf set FILE KEY VALUE [KEY VALUE]...: set metadata values, in place when they fit.
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "edit_common.h"
+#include "output.h"
+
+namespace gguf_cli {
+namespace {
+
+struct SetArgs {
+  EditTarget target;
+  std::vector<std::string> pairs;  // KEY VALUE ... (or KEY alone with --from-file / --json)
+  std::string type;
+  std::string from_file;
+  std::string json;
+};
+
+// The value for KEY: the existing key's type is kept unless --type gives one; a new key's is inferred.
+ggufkit::Expected<ggufkit::MetadataValue> value_for(const ggufkit::GgufFile& file, const std::string& key,
+                                                    const std::string& text, std::optional<ggufkit::ValueType> type) {
+  if (type) return ggufkit::parse_scalar_value(text, *type);
+  if (const ggufkit::KeyValue* kv = file.find(key)) {
+    if (kv->value.type() == ggufkit::ValueType::Array) {
+      return ggufkit::make_error(ggufkit::ErrorCode::invalid_argument, kv->offset, key,
+                                 "the key holds an array: give the new value with --json");
+    }
+    return ggufkit::parse_scalar_value(text, kv->value.type());
+  }
+  return ggufkit::parse_scalar_value(text, ggufkit::infer_value_type(key, text));
+}
+
+int run_set(SetArgs& args) {
+  std::optional<ggufkit::ValueType> type;
+  if (!args.type.empty()) {
+    type = ggufkit::parse_value_type(args.type);
+    if (!type || *type == ggufkit::ValueType::Array) {
+      fmt::print(stderr, "gguf set: unknown --type '{}' (uint8, int8, uint16, int16, uint32, int32, uint64, int64, "
+                         "float32, float64, bool, string; for arrays the element type)\n", args.type);
+      return kUsageOrIoError;
+    }
+  }
+  const bool single = !args.from_file.empty() || !args.json.empty();
+  if (!args.from_file.empty() && !args.json.empty()) {
+    fmt::print(stderr, "gguf set: --from-file and --json exclude each other\n");
+    return kUsageOrIoError;
+  }
+  if (single ? args.pairs.size() != 1 : (args.pairs.empty() || args.pairs.size() % 2 != 0)) {
+    fmt::print(stderr, "{}\n", single ? "gguf set: --from-file and --json take exactly one KEY"
+                                      : "gguf set: give KEY VALUE pairs (or KEY with --from-file or --json)");
+    return kUsageOrIoError;
+  }
+  const auto file = open_or_report(args.target.file);
+  if (!file) return kUsageOrIoError;
+
+  std::vector<ggufkit::MetadataChange> changes;
+  auto fail = [&](const ggufkit::Error& e) {
+    report_error(args.target.file, e);
+    return kUsageOrIoError;
+  };
+  if (!args.from_file.empty()) {
+    if (type && *type != ggufkit::ValueType::String) {
+      fmt::print(stderr, "gguf set: --from-file sets a string\n");
+      return kUsageOrIoError;
+    }
+    std::ifstream in(args.from_file, std::ios::binary);
+    if (!in) {
+      fmt::print(stderr, "gguf: {}: cannot read the file\n", args.from_file);
+      return kUsageOrIoError;
+    }
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) {
+      fmt::print(stderr, "gguf: {}: read error\n", args.from_file);
+      return kUsageOrIoError;
+    }
+    changes.push_back(ggufkit::MetadataChange::set(args.pairs[0], ggufkit::MetadataValue::string(text)));
+  } else if (!args.json.empty()) {
+    const ggufkit::KeyValue* kv = file->find(args.pairs[0]);
+    auto value = value_from_json(args.json, type, kv ? &kv->value : nullptr);
+    if (!value) {
+      auto e = std::move(value).error();
+      e.subject = args.pairs[0];
+      return fail(e);
+    }
+    changes.push_back(ggufkit::MetadataChange::set(args.pairs[0], std::move(*value)));
+  } else {
+    for (size_t i = 0; i < args.pairs.size(); i += 2) {
+      auto value = value_for(*file, args.pairs[i], args.pairs[i + 1], type);
+      if (!value) {
+        auto e = std::move(value).error();
+        e.subject = args.pairs[i];
+        return fail(e);
+      }
+      changes.push_back(ggufkit::MetadataChange::set(args.pairs[i], std::move(*value)));
+    }
+  }
+  if (!append_extra_changes(args.target, changes)) return kUsageOrIoError;
+  return run_edit(args.target, changes);
+}
+
+}  // namespace
+
+Runner register_set(CLI::App& app) {
+  auto args = std::make_shared<SetArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "set", "Set metadata values (in place when they fit, else a safe rewrite); tensors are never touched");
+  cmd->add_option("file", args->target.file, "GGUF file to edit")->required();
+  cmd->add_option("pairs", args->pairs, "KEY VALUE [KEY VALUE]... (KEY alone with --from-file or --json)")->required();
+  cmd->add_option("--type", args->type,
+                  "Value type (uint8..int64, float32, float64, bool, string; for --json arrays the element type). "
+                  "Default: an existing key keeps its type, a new key's is inferred");
+  cmd->add_option("--from-file", args->from_file, "The value is this file's bytes, exactly (a chat template)");
+  cmd->add_option("--json", args->json, "The value as JSON (arrays: '[1, 2, 3]', '[\"a\", \"b\"]')");
+  add_edit_options(*cmd, args->target);
+  return [args] { return run_set(*args); };
+}
+
+}  // namespace gguf_cli

@@ -1,0 +1,40 @@
+// What the metadata-editing verbs (set, rm, rename) share: options, value parsing from text and
+// JSON, the report of a plan, and running it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "ggufkit/edit.h"
+
+namespace gguf_cli {
+
+struct EditTarget {
+  std::string file;
+  std::string output;        // -o: write a new file instead of changing FILE
+  bool dry_run = false;
+  bool rewrite = false;      // never in place
+  bool no_sync = false;      // skip fsync (safe against a killed process, not a power cut)
+  // Extra changes any editing verb accepts, so that one call makes several kinds of change.
+  std::vector<std::string> removals;   // --rm KEY
+  std::vector<std::string> renames;    // --rename OLD=NEW
+};
+
+// Adds FILE's companions: -o, --dry-run, --rewrite, --rm, --rename.
+void add_edit_options(CLI::App& cmd, EditTarget& target);
+
+// Appends the --rm and --rename changes; false (after a message) when one is malformed.
+bool append_extra_changes(const EditTarget& target, std::vector<ggufkit::MetadataChange>& changes);
+
+// Plans, reports (stdout) and applies (unless --dry-run) the changes. Returns the exit code.
+int run_edit(const EditTarget& target, const std::vector<ggufkit::MetadataChange>& changes);
+
+// A value from JSON text: `type` is the scalar type, or for arrays the element type (nullopt: from
+// the existing value `like`, else inferred from the JSON).
+ggufkit::Expected<ggufkit::MetadataValue> value_from_json(std::string_view json_text,
+                                                          std::optional<ggufkit::ValueType> type,
+                                                          const ggufkit::ValueView* like);
+
+}  // namespace gguf_cli
