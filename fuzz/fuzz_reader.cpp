@@ -8,7 +8,8 @@
 // elements, every tensor cut to one block of its type. libFuzzer truncates inputs to -max_len
 // (64 KiB), so whole models would only ever reach it as broken prefixes, never as files that
 // parse; these copies give it complete files with every tensor type of the corpus. One more seed,
-// built from scratch, holds every value type, nested arrays and a v2 header.
+// built from scratch, holds every value type, nested arrays and a v2 header; a third is the same
+// file big-endian.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -79,7 +80,7 @@ bool write_shrunk_copy(const std::filesystem::path& source, const std::filesyste
 }
 
 // Every value type, arrays of each, arrays of arrays, an odd alignment and three tensors.
-bool write_value_types_seed(const std::filesystem::path& dir, uint32_t version) {
+bool write_value_types_seed(const std::filesystem::path& dir, uint32_t version, ByteOrder order = ByteOrder::little) {
   GgufBuilder b;
   bool ok = b.set_version(version).has_value();
   const std::vector<int8_t> i8{-128, 0, 127};
@@ -118,7 +119,9 @@ bool write_value_types_seed(const std::filesystem::path& dir, uint32_t version) 
   ok &= b.add_tensor("empty", TensorType::F16, empty_shape, std::span<const std::byte>()).has_value();
   WriteOptions options;
   options.sync = false;
-  ok &= ok && b.write_file(dir / fmt::format("value-types-v{}.gguf", version), options).has_value();
+  options.byte_order = order;  // the tensor bytes are zeros: the same in either order
+  const std::string name = fmt::format("value-types-v{}{}.gguf", version, order == ByteOrder::big ? "-be" : "");
+  ok &= ok && b.write_file(dir / name, options).has_value();
   if (!ok) std::fprintf(stderr, "fuzz_reader: could not build the value-types seed\n");
   return ok;
 }
@@ -126,7 +129,8 @@ bool write_value_types_seed(const std::filesystem::path& dir, uint32_t version) 
 int write_seeds(const std::filesystem::path& dir, int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  bool ok = write_value_types_seed(dir, 3) && write_value_types_seed(dir, 2);
+  bool ok = write_value_types_seed(dir, 3) && write_value_types_seed(dir, 2) &&
+            write_value_types_seed(dir, 3, ByteOrder::big);
   for (int i = 1; i < argc; ++i) {
     if (argv[i][0] != '-') ok &= write_shrunk_copy(argv[i], dir);
   }

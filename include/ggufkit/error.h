@@ -16,7 +16,7 @@ enum class ErrorCode : uint16_t {
   truncated,               // a record runs past the end of the file
   bad_magic,               // the file does not start with "GGUF"
   unsupported_version,     // version 0, 1 or newer than 3
-  big_endian,              // a big-endian GGUF file (recognised, not read yet)
+  big_endian,              // kept for stability; big-endian files are read now and never get it
   bad_count,               // tensor or key/value count negative or larger than the file can hold
   string_too_long,         // a string longer than the 1 GiB cap
   array_too_long,          // an array with more than 2^30 elements

@@ -29,6 +29,10 @@ inline constexpr uint64_t kMaxArrayElements = uint64_t{1} << 30; // llama.cpp's 
 inline constexpr size_t kMaxTensorNameBytes = 63;                // GGML_MAX_NAME - 1
 inline constexpr uint32_t kMaxDimensions = 4;                    // GGML_MAX_DIMS
 
+// The byte order a GGUF file was written in. Little-endian is the norm; big-endian files exist for
+// s390x (gguf-py's gguf_convert_endian.py writes them).
+enum class ByteOrder : uint8_t { little, big };
+
 struct OpenOptions {
   // Arrays of arrays deeper than this are rejected (llama.cpp accepts none; gguf-py writes them).
   uint32_t max_array_depth = 8;
@@ -69,6 +73,11 @@ class GgufFile {
   GgufFile& operator=(GgufFile&&) noexcept = default;
 
   uint32_t version() const { return version_; }
+  // A big-endian file is read through a byte-swapped copy of its header (so metadata views,
+  // tensor infos and error offsets work as for a little-endian file); its tensor data stays in
+  // the mapping, big-endian: tensor_data() gives the stored bytes, copy_tensor_native
+  // (ggufkit/endian.h) gives them in the host's order.
+  ByteOrder byte_order() const { return byte_order_; }
   uint32_t alignment() const { return alignment_; }
   // Where the tensor data section starts: the end of the tensor infos, padded to the alignment
   // when there is at least one tensor (as llama.cpp does).
@@ -77,6 +86,11 @@ class GgufFile {
   uint64_t header_size() const { return header_size_; }
   uint64_t file_size() const { return bytes_.size(); }
   std::span<const std::byte> bytes() const { return bytes_; }
+  // The header [0, header_size()) as the metadata views see it: the file's own bytes when it is
+  // little-endian, the byte-swapped copy when it is big-endian.
+  std::span<const std::byte> header_view() const {
+    return byte_order_ == ByteOrder::big ? std::span<const std::byte>(swapped_header_) : bytes_.first(header_size_);
+  }
 
   // Metadata in file order.
   std::span<const KeyValue> metadata() const { return kvs_; }
@@ -89,7 +103,7 @@ class GgufFile {
   // Tensors in file order.
   std::span<const TensorInfo> tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
-  // The tensor's bytes at their aligned place in the mapping.
+  // The tensor's bytes at their aligned place in the mapping, in the file's byte order.
   std::span<const std::byte> tensor_data(const TensorInfo& tensor) const {
     return bytes_.subspan(data_offset_ + tensor.offset, tensor.size);
   }
@@ -110,6 +124,10 @@ class GgufFile {
   std::vector<size_t> kv_by_key_;            // indices of kvs_ sorted by key, for find()
   std::vector<TensorInfo> tensors_;
   std::vector<size_t> tensor_by_name_;       // indices of tensors_ sorted by name
+  ByteOrder byte_order_ = ByteOrder::little;
+  // Big-endian files only: bytes [0, header_size_) with every integer swapped to little-endian.
+  // Metadata and name views point here. A vector's buffer survives moves of the GgufFile.
+  std::vector<std::byte> swapped_header_;
 };
 
 }  // namespace ggufkit

@@ -31,6 +31,9 @@ struct WriteOptions {
   size_t chunk_bytes = size_t{4} << 20;
   // fsync the file (and its directory) before the rename.
   bool sync = true;
+  // The byte order of the header (counts, metadata values, tensor infos). Tensor bytes are written
+  // exactly as given: a big-endian file needs big-endian tensor data (ggufkit/endian.h swaps it).
+  ByteOrder byte_order = ByteOrder::little;
   // Called after each tensor's bytes are written: (tensors written, tensors in all).
   std::function<void(size_t, size_t)> progress;
 };
@@ -39,8 +42,8 @@ class GgufBuilder {
  public:
   GgufBuilder() = default;
   // Everything from a file: version, metadata (byte-exact copies), tensors (views of its data),
-  // and its header padding choice. The file must outlive the builder. See rewrite_file for which
-  // bytes come back unchanged.
+  // and its header padding choice and byte order (suggested_options). The file must outlive the
+  // builder. See rewrite_file for which bytes come back unchanged.
   static GgufBuilder from_file(const GgufFile& file);
 
   // GGUF v2 or v3 (the default); v2 and v3 share one layout.
@@ -100,7 +103,8 @@ class GgufBuilder {
   };
   Expected<void> add_tensor_impl(std::string_view name, TensorType type, std::span<const int64_t> shape,
                                  std::span<const std::byte> data, TensorProducer producer);
-  void encode_header(std::vector<std::byte>& out) const;  // without the padding
+  void encode_header(std::vector<std::byte>& out, ByteOrder order = ByteOrder::little) const;  // without the padding
+  void encode_header_big_endian(std::vector<std::byte>& out) const;
   uint64_t header_padding(uint64_t unpadded, const WriteOptions& options) const;
 
   uint32_t version_ = kGgufVersionLatest;

@@ -1,3 +1,4 @@
+#include "ggufkit/endian.h"
 #include "ggufkit/extract.h"
 
 #include <algorithm>
@@ -72,6 +73,7 @@ std::string npy_header(const NpyLayout& layout) {
 
 Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, ExtractType type,
                            const std::filesystem::path& out, bool sync) {
+  if (auto r = require_native_order(file, "extract"); !r) return r;
   auto layout = npy_layout(tensor, type);
   if (!layout) return std::move(layout).error();
   auto sink = AtomicFile::create(out);

@@ -4,7 +4,9 @@
 #include "ggufkit/reader.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -20,6 +22,15 @@ constexpr uint64_t kHeaderBytes = 24;          // magic, version, tensor count, 
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;   // key length, 1-byte key, type, uint8 value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 constexpr uint64_t kArrayHeaderBytes = 12;
+
+template <class T>
+T byte_swapped(T v) {
+  std::array<std::byte, sizeof(T)> b;
+  std::memcpy(b.data(), &v, sizeof v);
+  std::reverse(b.begin(), b.end());
+  std::memcpy(&v, b.data(), sizeof v);
+  return v;
+}
 
 std::string printable(std::string_view s) {
   std::string out;
@@ -43,11 +54,48 @@ class Parser {
     if (auto r = parse_metadata(f); !r) return r;
     if (auto r = resolve_alignment(f); !r) return r;
     if (auto r = parse_tensor_infos(f); !r) return r;
-    return place_tensor_data(f);
+    if (auto r = place_tensor_data(f); !r) return r;
+    if (swap_) make_little_endian_header(f);
+    return {};
   }
 
  private:
   uint64_t remaining() const { return size_ - pos_; }
+
+  // Big-endian files: every multi-byte field the parser meets is noted here (`count` fields of
+  // `width` bytes from `offset`), so the header can be copied and swapped once it is validated.
+  struct SwapRun {
+    uint64_t offset;
+    uint32_t width;
+    uint64_t count;
+  };
+  void note_swap(uint64_t offset, uint32_t width, uint64_t count = 1) {
+    if (swap_ && width > 1 && count > 0) swaps_.push_back(SwapRun{offset, width, count});
+  }
+
+  // The validated header region, swapped to little-endian; every view is moved onto it.
+  void make_little_endian_header(GgufFile& f) {
+    f.byte_order_ = ByteOrder::big;
+    f.swapped_header_.assign(base_, base_ + f.header_size_);
+    std::byte* copy = f.swapped_header_.data();
+    for (const SwapRun& run : swaps_) {
+      for (uint64_t i = 0; i < run.count; ++i) {
+        std::byte* p = copy + run.offset + i * run.width;
+        std::reverse(p, p + run.width);
+      }
+    }
+    const auto moved = [&](const void* p) { return copy + (static_cast<const std::byte*>(p) - base_); };
+    for (KeyValue& kv : f.kvs_) {
+      kv.key = std::string_view(reinterpret_cast<const char*>(moved(kv.key.data())), kv.key.size());
+      const auto enc = kv.value.encoded();
+      kv.value = ValueView(kv.value.type(), std::span<const std::byte>(moved(enc.data()), enc.size()));
+    }
+    for (TensorInfo& t : f.tensors_) {
+      t.name = std::string_view(reinterpret_cast<const char*>(moved(t.name.data())), t.name.size());
+    }
+    swaps_.clear();
+    swaps_.shrink_to_fit();
+  }
 
   Error truncated(uint64_t at, uint64_t need, std::string_view what, std::string subject = {}) const {
     return make_error(ErrorCode::truncated, at, std::move(subject),
@@ -71,6 +119,10 @@ class Parser {
   T take() {  // caller has checked that sizeof(T) bytes remain
     prefetch_to(pos_ + sizeof(T));
     T v = detail::load<T>(base_ + pos_);
+    if (swap_) {
+      v = byte_swapped(v);
+      note_swap(pos_, sizeof(T));
+    }
     pos_ += sizeof(T);
     return v;
   }
@@ -107,17 +159,19 @@ class Parser {
     pos_ = 4;
     auto version = read<uint32_t>("the version");
     if (!version) return std::move(version).error();
-    const uint32_t v = *version;
+    uint32_t v = *version;
     if (v == 0) return make_error(ErrorCode::unsupported_version, 4, {}, "GGUF version 0 does not exist");
     if ((v & 0xFFFFu) == 0) {
-      const uint32_t swapped = __builtin_bswap32(v);
-      if (swapped >= 1 && swapped <= kGgufVersionLatest) {
-        return make_error(ErrorCode::big_endian, 4, {},
-                          fmt::format("big-endian GGUF v{} file; reading big-endian files is not supported yet "
-                                      "(convert it to little-endian)", swapped));
+      // As llama.cpp and gguf-py decide: a version whose low half is zero is a byte-swapped one.
+      const uint32_t swapped = byte_swapped(v);
+      if (swapped < 1 || swapped > kGgufVersionLatest) {
+        return make_error(ErrorCode::unsupported_version, 4, {},
+                          fmt::format("version {:#x} is not a GGUF version (byte-swapped or corrupt)", v));
       }
-      return make_error(ErrorCode::unsupported_version, 4, {},
-                        fmt::format("version {:#x} is not a GGUF version (byte-swapped or corrupt)", v));
+      // A big-endian file: from here on every integer is read swapped.
+      swap_ = true;
+      note_swap(4, 4);
+      v = swapped;
     }
     if (v == 1) {
       return make_error(ErrorCode::unsupported_version, 4, {},
@@ -162,6 +216,7 @@ class Parser {
     if (is_fixed_size(type)) {
       const uint64_t n = value_type_size(type);
       if (remaining() < n) return truncated(at, n, fmt::format("a {} value", value_type_name(type)), key);
+      note_swap(pos_, static_cast<uint32_t>(n));
       pos_ += n;
       return {};
     }
@@ -189,6 +244,7 @@ class Parser {
         return truncated(at + kArrayHeaderBytes, bytes.value_or(std::numeric_limits<uint64_t>::max()),
                          fmt::format("an array of {} {} values", count, value_type_name(elem)), key);
       }
+      note_swap(pos_, value_type_size(elem), count);
       pos_ += *bytes;
       return {};
     }
@@ -200,7 +256,11 @@ class Parser {
       for (uint64_t i = 0; i < count; ++i) {
         if (remaining() < 8) return truncated(pos_, 8, fmt::format("string {} of the array", i), key);
         prefetch_to(pos_ + 8);
-        const uint64_t len = detail::load_u64(base_ + pos_);
+        uint64_t len = detail::load_u64(base_ + pos_);
+        if (swap_) {
+          len = byte_swapped(len);
+          note_swap(pos_, 8);
+        }
         if (len > kMaxStringLength) {
           return make_error(ErrorCode::string_too_long, pos_, key,
                             fmt::format("string {} of the array claims {} bytes, more than the {} byte limit", i,
@@ -296,7 +356,7 @@ class Parser {
       return make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
                         fmt::format("general.alignment must be a uint32, not {}", value_type_name(kv->value.type())));
     }
-    const uint32_t a = *kv->value.get<uint32_t>();
+    const uint32_t a = swap_ ? byte_swapped(*kv->value.get<uint32_t>()) : *kv->value.get<uint32_t>();
     if (!checked::is_power_of_two(a)) {
       return make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
                         fmt::format("alignment {} is not a power of two", a));
@@ -448,6 +508,8 @@ class Parser {
   OpenOptions options_;
   const MappedFile* mapping_;
   uint64_t prefetched_ = 0;
+  bool swap_ = false;
+  std::vector<SwapRun> swaps_;
 };
 
 Expected<GgufFile> GgufFile::parse(std::span<const std::byte> bytes, const OpenOptions& options) {

@@ -24,6 +24,45 @@ void put_string(std::vector<std::byte>& out, std::string_view s) {
   put_bytes(out, s.data(), s.size());
 }
 
+// Big-endian headers: every integer of the header and of the metadata values reversed.
+template <class T>
+void put_ordered(std::vector<std::byte>& out, T v, ByteOrder order) {
+  const size_t at = out.size();
+  put(out, v);
+  if (order == ByteOrder::big) std::reverse(out.begin() + static_cast<ptrdiff_t>(at), out.end());
+}
+void put_string_ordered(std::vector<std::byte>& out, std::string_view s, ByteOrder order) {
+  put_ordered<uint64_t>(out, s.size(), order);
+  put_bytes(out, s.data(), s.size());
+}
+
+// Appends a well-formed little-endian value encoding with every multi-byte field swapped; returns
+// where the value ended in `in`.
+size_t put_value_swapped(std::vector<std::byte>& out, ValueType type, std::span<const std::byte> in) {
+  const auto put_swapped_run = [&](size_t at, size_t width, uint64_t count) {
+    for (uint64_t i = 0; i < count; ++i) {
+      const size_t start = out.size();
+      put_bytes(out, in.data() + at + i * width, width);
+      std::reverse(out.begin() + static_cast<ptrdiff_t>(start), out.end());
+    }
+    return at + static_cast<size_t>(count) * width;
+  };
+  if (is_fixed_size(type)) return put_swapped_run(0, value_type_size(type), 1);
+  if (type == ValueType::String) {
+    const uint64_t n = detail::load_u64(in.data());
+    put_swapped_run(0, 8, 1);
+    put_bytes(out, in.data() + 8, static_cast<size_t>(n));
+    return 8 + static_cast<size_t>(n);
+  }
+  const auto elem = static_cast<ValueType>(detail::load<uint32_t>(in.data()));
+  const uint64_t count = detail::load_u64(in.data() + 4);
+  put_swapped_run(0, 4, 1);
+  size_t at = put_swapped_run(4, 8, 1);
+  if (is_fixed_size(elem)) return put_swapped_run(at, value_type_size(elem), count);
+  for (uint64_t i = 0; i < count; ++i) at += put_value_swapped(out, elem, in.subspan(at));
+  return at;
+}
+
 uint64_t padded(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 const std::byte kZeros[4096] = {};
@@ -48,6 +87,7 @@ GgufBuilder GgufBuilder::from_file(const GgufFile& file) {
   for (const TensorInfo& t : file.tensors()) {
     b.tensors_.push_back(Tensor{std::string(t.name), t.type, t.n_dims, t.ne, t.size, file.tensor_data(t), {}, {}});
   }
+  b.suggested_.byte_order = file.byte_order();
   // Files without tensors: llama.cpp pads the header, some gguf-py versions do not.
   if (file.tensors().empty()) {
     b.suggested_.pad_header_without_tensors =
@@ -176,7 +216,11 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
   return {};
 }
 
-void GgufBuilder::encode_header(std::vector<std::byte>& out) const {
+void GgufBuilder::encode_header(std::vector<std::byte>& out, ByteOrder order) const {
+  if (order == ByteOrder::big) {
+    encode_header_big_endian(out);
+    return;
+  }
   put_bytes(out, kGgufMagic, 4);
   put<uint32_t>(out, version_);
   put<int64_t>(out, static_cast<int64_t>(tensors_.size()));
@@ -194,6 +238,30 @@ void GgufBuilder::encode_header(std::vector<std::byte>& out) const {
     for (uint32_t d = 0; d < t.n_dims; ++d) put<int64_t>(out, t.ne[d]);
     put<int32_t>(out, static_cast<int32_t>(t.type));
     put<uint64_t>(out, offset);
+    offset += padded(t.size, alignment);
+  }
+}
+
+// The same layout with every integer big-endian (the little-endian path above stays untouched).
+void GgufBuilder::encode_header_big_endian(std::vector<std::byte>& out) const {
+  constexpr ByteOrder big = ByteOrder::big;
+  put_bytes(out, kGgufMagic, 4);
+  put_ordered<uint32_t>(out, version_, big);
+  put_ordered<int64_t>(out, static_cast<int64_t>(tensors_.size()), big);
+  put_ordered<int64_t>(out, static_cast<int64_t>(kvs_.size()), big);
+  for (const Entry& e : kvs_) {
+    put_string_ordered(out, e.key, big);
+    put_ordered<uint32_t>(out, static_cast<uint32_t>(e.value.type()), big);
+    put_value_swapped(out, e.value.type(), e.value.encoded());
+  }
+  const uint64_t alignment = this->alignment();
+  uint64_t offset = 0;
+  for (const Tensor& t : tensors_) {
+    put_string_ordered(out, t.name, big);
+    put_ordered<uint32_t>(out, t.n_dims, big);
+    for (uint32_t d = 0; d < t.n_dims; ++d) put_ordered<int64_t>(out, t.ne[d], big);
+    put_ordered<int32_t>(out, static_cast<int32_t>(t.type), big);
+    put_ordered<uint64_t>(out, offset, big);
     offset += padded(t.size, alignment);
   }
 }
@@ -219,7 +287,7 @@ uint64_t GgufBuilder::file_bytes(const WriteOptions& options) const {
 Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) const {
   {
     std::vector<std::byte> header;
-    encode_header(header);
+    encode_header(header, options.byte_order);
     if (auto r = sink.write(header); !r) return r;
     if (auto r = write_zeros(sink, header_padding(header.size(), options)); !r) return r;
   }

@@ -589,7 +589,11 @@ inline void exercise_file(Findings& out, const GgufFile& f, std::span<const std:
                           "data offset {} is not the header end {} aligned to {}", f.data_offset(), f.header_size(),
                           f.alignment());
   }
-  const std::span<const std::byte> header = input.first(static_cast<size_t>(std::min<uint64_t>(f.header_size(), input.size())));
+  // Views of a big-endian file point into its byte-swapped copy of the header.
+  const std::span<const std::byte> header =
+      f.byte_order() == ByteOrder::big ? f.header_view()
+                                       : input.first(static_cast<size_t>(std::min<uint64_t>(f.header_size(), input.size())));
+  GGUFKIT_ROBUST_EXPECT(out, f.header_view().size() == f.header_size(), "header_view() of {} bytes", f.header_view().size());
 
   const auto alignment_value = f.get(keys::kAlignment);
   GGUFKIT_ROBUST_EXPECT(out, f.alignment() == (alignment_value ? alignment_value->get<uint32_t>().value_or(0) : kDefaultAlignment),

@@ -1,10 +1,12 @@
-// gguf dump FILE [--json] [--no-tensors] [--full]: every metadata entry and every tensor.
+// gguf dump FILE [--json] [--no-tensors] [--full]: every metadata entry and every tensor. FILE may be
+// the first shard of a split model: the metadata is the first shard's, the tensors all shards'.
 #include <cstdio>
 
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "ggufkit/json.h"
+#include "ggufkit/split.h"
 #include "output.h"
 
 namespace gguf_cli {
@@ -52,11 +54,47 @@ std::string type_text(const ggufkit::ValueView& v) {
   return fmt::format("{}[{}]", ggufkit::value_type_name(arr->element_type()), arr->size());
 }
 
+// A split model as JSON: the first shard's dump, the tensors of every shard (with their shard's
+// 0-based index) and the shards' own layouts.
+void split_dump_json(std::string& out, const ggufkit::SplitModel& model, bool tensors) {
+  ggufkit::append_dump_json(out, model.metadata_file(), {.metadata = true, .tensors = false});
+  out.resize(out.size() - 2);  // reopen the object: drop "}\n"
+  auto it = std::back_inserter(out);
+  if (tensors) {
+    out += ",\"tensors\":[";
+    for (size_t i = 0; i < model.tensors().size(); ++i) {
+      const ggufkit::TensorInfo& t = *model.tensors()[i].info;
+      out += i ? ",{\"name\":" : "{\"name\":";
+      const bool valid = ggufkit::json::append_string(out, t.name);
+      fmt::format_to(it, ",\"type\":\"{}\",\"shape\":[{}],\"shard\":{},\"offset\":{},\"size\":{}", ggufkit::type_name(t.type),
+                     fmt::join(t.shape(), ","), model.tensors()[i].shard, t.offset, t.size);
+      out += valid ? "}" : ",\"lossy\":true}";
+    }
+    out += ']';
+  }
+  out += ",\"shards\":[";
+  for (size_t i = 0; i < model.shards().size(); ++i) {
+    const ggufkit::GgufFile& f = model.shards()[i];
+    out += i ? ",{\"path\":" : "{\"path\":";
+    ggufkit::json::append_string(out, model.paths()[i].string());
+    fmt::format_to(it, ",\"version\":{},\"alignment\":{},\"data_offset\":{},\"file_size\":{},\"tensor_count\":{}}}",
+                   f.version(), f.alignment(), f.data_offset(), f.file_size(), f.tensors().size());
+  }
+  out += "]}\n";
+}
+
 int run_dump(const DumpArgs& args) {
-  const auto file = open_or_report(args.file);
-  if (!file) return kUsageOrIoError;
+  auto model = ggufkit::SplitModel::open(args.file);
+  if (!model) {
+    report_error(args.file, model.error());
+    return kUsageOrIoError;
+  }
+  const ggufkit::GgufFile* file = &model->metadata_file();
+  const bool split = model->is_split();
   std::string out;
-  if (args.json) {
+  if (args.json && split) {
+    split_dump_json(out, *model, !args.no_tensors);
+  } else if (args.json) {
     ggufkit::append_dump_json(out, *file, {.metadata = true, .tensors = !args.no_tensors});
   } else {
     fmt::format_to(std::back_inserter(out), "GGUF v{} · alignment {} · data offset {} · {} bytes\n",
@@ -67,13 +105,24 @@ int run_dump(const DumpArgs& args) {
       fmt::format_to(std::back_inserter(out), "{:5}  {:<40} {:<16} {}\n", ++i, shorten_for_display(kv.key, 200),
                      type_text(kv.value), value_text(kv.value, args.full));
     }
+    if (split) {
+      fmt::format_to(std::back_inserter(out), "split model: {} shards, {} bytes in all\n", model->shards().size(),
+                     model->file_bytes());
+      for (size_t s = 0; s < model->shards().size(); ++s) {
+        const ggufkit::GgufFile& f = model->shards()[s];
+        fmt::format_to(std::back_inserter(out), "  shard {}  {} · {} tensors · data offset {} · {} bytes\n", s + 1,
+                       model->paths()[s].string(), f.tensors().size(), f.data_offset(), f.file_size());
+      }
+    }
     if (!args.no_tensors) {
-      fmt::format_to(std::back_inserter(out), "{} tensors:\n", file->tensors().size());
+      fmt::format_to(std::back_inserter(out), "{} tensors:\n", model->tensors().size());
       i = 0;
-      for (const ggufkit::TensorInfo& t : file->tensors()) {
-        fmt::format_to(std::back_inserter(out), "{:5}  {:<40} {:<8} {:<24} offset {:<12} size {}\n", ++i,
+      for (const ggufkit::ModelTensor& mt : model->tensors()) {
+        const ggufkit::TensorInfo& t = *mt.info;
+        fmt::format_to(std::back_inserter(out), "{:5}  {:<40} {:<8} {:<24} {}offset {:<12} size {}\n", ++i,
                        shorten_for_display(t.name, 64), ggufkit::type_name(t.type),
-                       fmt::format("[{}]", fmt::join(t.shape(), ", ")), t.offset, t.size);
+                       fmt::format("[{}]", fmt::join(t.shape(), ", ")),
+                       split ? fmt::format("shard {:<3} ", mt.shard + 1) : "", t.offset, t.size);
       }
     }
   }
@@ -86,7 +135,7 @@ int run_dump(const DumpArgs& args) {
 Runner register_dump(CLI::App& app) {
   auto args = std::make_shared<DumpArgs>();
   CLI::App* cmd = app.add_subcommand("dump", "Print every metadata entry and every tensor");
-  cmd->add_option("file", args->file, "GGUF file")->required();
+  cmd->add_option("file", args->file, "GGUF file (or the first shard of a split model)")->required();
   cmd->add_flag("--json", args->json, "Complete values as JSON");
   cmd->add_flag("--no-tensors", args->no_tensors, "Leave out the tensor list");
   cmd->add_flag("--full", args->full, "Do not shorten long arrays and strings (text mode)");

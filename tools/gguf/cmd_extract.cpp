@@ -1,4 +1,5 @@
-// gguf extract FILE [TENSOR...] -o OUT [--type f32|f16|raw]: tensors to NumPy .npy files.
+// gguf extract FILE [TENSOR...] -o OUT [--type f32|f16|raw]: tensors to NumPy .npy files. FILE may be
+// the first shard of a split model: the tensors of every shard are then available.
 #include <filesystem>
 #include <map>
 
@@ -6,6 +7,7 @@
 
 #include "commands.h"
 #include "ggufkit/extract.h"
+#include "ggufkit/split.h"
 #include "output.h"
 
 namespace gguf_cli {
@@ -30,15 +32,18 @@ std::string file_name_for(std::string_view tensor) {
 int run_extract(const ExtractArgs& args) {
   static const std::map<std::string, ggufkit::ExtractType> kTypes = {
       {"f32", ggufkit::ExtractType::f32}, {"f16", ggufkit::ExtractType::f16}, {"raw", ggufkit::ExtractType::raw}};
-  const auto file = open_or_report(args.file);
-  if (!file) return kUsageOrIoError;
+  auto model = ggufkit::SplitModel::open(args.file);
+  if (!model) {
+    report_error(args.file, model.error());
+    return kUsageOrIoError;
+  }
 
-  std::vector<const ggufkit::TensorInfo*> chosen;
+  std::vector<const ggufkit::ModelTensor*> chosen;
   if (args.tensors.empty()) {
-    for (const auto& t : file->tensors()) chosen.push_back(&t);
+    for (const auto& t : model->tensors()) chosen.push_back(&t);
   } else {
     for (const std::string& name : args.tensors) {
-      const ggufkit::TensorInfo* t = file->find_tensor(name);
+      const ggufkit::ModelTensor* t = model->find_tensor(name);
       if (t == nullptr) {
         fmt::print(stderr, "gguf: {}: no tensor named '{}'\n", args.file, name);
         return kUsageOrIoError;
@@ -63,11 +68,11 @@ int run_extract(const ExtractArgs& args) {
   }
   const auto type = kTypes.at(args.type);
   for (size_t i = 0; i < chosen.size(); ++i) {
-    const ggufkit::TensorInfo& t = *chosen[i];
+    const ggufkit::TensorInfo& t = *chosen[i]->info;
     const fs::path target = to_directory ? out / file_name_for(t.name) : out;
     if (chosen.size() > 1) fmt::print(stderr, "[{}/{}] {}\n", i + 1, chosen.size(), t.name);
-    if (auto r = ggufkit::extract_npy(*file, t, type, target); !r) {
-      report_error(args.file, r.error());
+    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target); !r) {
+      report_error(model->paths()[chosen[i]->shard].string(), r.error());
       return kUsageOrIoError;
     }
     fmt::print("{}\n", target.string());
@@ -80,7 +85,7 @@ int run_extract(const ExtractArgs& args) {
 Runner register_extract(CLI::App& app) {
   auto args = std::make_shared<ExtractArgs>();
   CLI::App* cmd = app.add_subcommand("extract", "Write tensors as NumPy .npy files (shape: ggml's reversed)");
-  cmd->add_option("file", args->file, "GGUF file")->required();
+  cmd->add_option("file", args->file, "GGUF file (or the first shard of a split model)")->required();
   cmd->add_option("tensors", args->tensors, "Tensors to extract (default: all)");
   cmd->add_option("-o,--output", args->out, "Output .npy file (one tensor) or directory")->required();
   cmd->add_option("--type", args->type, "f32 (dequantized, default), f16, or raw (the stored bytes)")

@@ -1,11 +1,15 @@
-// gguf info FILE...: what a file is, at a glance.
+// gguf info FILE...: what a file is, at a glance. A FILE may be the first shard of a split model:
+// the model is then described whole (all shards' tensors and sizes).
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/json.h"
+#include "ggufkit/split.h"
 #include "ggufkit/summary.h"
 #include "output.h"
 
@@ -18,6 +22,28 @@ struct InfoArgs {
 };
 
 using ggufkit::ModelMetadata;
+
+// summarize() over every shard's tensors (the same rules: types by elements, most first, ties by id).
+ggufkit::FileSummary summarize_model(const ggufkit::SplitModel& model) {
+  if (!model.is_split()) return ggufkit::summarize(model.metadata_file());
+  ggufkit::FileSummary s;
+  std::map<uint32_t, ggufkit::TypeUsage> by_type;
+  for (const ggufkit::ModelTensor& mt : model.tensors()) {
+    const ggufkit::TensorInfo& t = *mt.info;
+    auto& u = by_type.try_emplace(static_cast<uint32_t>(t.type), ggufkit::TypeUsage{t.type}).first->second;
+    ++u.tensors;
+    u.elements += static_cast<uint64_t>(t.n_elements());
+    u.bytes += t.size;
+    s.parameters += static_cast<uint64_t>(t.n_elements());
+    s.tensor_bytes += t.size;
+  }
+  for (const auto& [id, usage] : by_type) s.types.push_back(usage);
+  std::stable_sort(s.types.begin(), s.types.end(),
+                   [](const ggufkit::TypeUsage& a, const ggufkit::TypeUsage& b) { return a.elements > b.elements; });
+  s.bits_per_weight =
+      s.parameters == 0 ? 0.0 : 8.0 * static_cast<double>(s.tensor_bytes) / static_cast<double>(s.parameters);
+  return s;
+}
 
 std::string file_type_text(const ModelMetadata& meta) {
   const auto ft = meta.file_type();
@@ -70,20 +96,27 @@ std::vector<Hyperparameter> hyperparameters(const ModelMetadata& meta) {
   return out;
 }
 
-void info_text(std::string& out, const std::string& path, const ggufkit::GgufFile& f) {
+void info_text(std::string& out, const std::string& path, const ggufkit::SplitModel& model) {
+  const ggufkit::GgufFile& f = model.metadata_file();
   const ModelMetadata meta(f);
-  const ggufkit::FileSummary s = ggufkit::summarize(f);
+  const ggufkit::FileSummary s = summarize_model(model);
   auto it = std::back_inserter(out);
   fmt::format_to(it, "{}\n", path);
-  fmt::format_to(it, "  format        GGUF v{}, little-endian, alignment {}, data at offset {}\n", f.version(),
+  fmt::format_to(it, "  format        GGUF v{}, {}-endian, alignment {}, data at offset {}\n", f.version(),
+                 f.byte_order() == ggufkit::ByteOrder::big ? "big" : "little",
                  f.alignment(), f.data_offset());
   fmt::format_to(it, "  architecture  {}\n", meta.architecture().value_or("(not set)"));
   if (const auto name = meta.name()) fmt::format_to(it, "  name          {}\n", shorten_for_display(*name, 100));
   fmt::format_to(it, "  file type     {}\n", file_type_text(meta));
-  fmt::format_to(it, "  size          {} file ({} bytes), {} of tensors ({} bytes)\n", human_bytes(f.file_size()),
-                 f.file_size(), human_bytes(s.tensor_bytes), s.tensor_bytes);
+  if (model.is_split()) {
+    fmt::format_to(it, "  split         {} shards, {} ... {}\n", model.shards().size(), model.paths().front().string(),
+                   model.paths().back().filename().string());
+  }
+  fmt::format_to(it, "  size          {} {} ({} bytes), {} of tensors ({} bytes)\n", human_bytes(model.file_bytes()),
+                 model.is_split() ? "in all shards" : "file", model.file_bytes(), human_bytes(s.tensor_bytes),
+                 s.tensor_bytes);
   fmt::format_to(it, "  parameters    {} ({}) in {} tensors, {:.2f} bits per weight\n", human_count(s.parameters),
-                 s.parameters, f.tensors().size(), s.bits_per_weight);
+                 s.parameters, model.tensors().size(), s.bits_per_weight);
   if (!s.types.empty()) {
     std::string line;
     for (const auto& u : s.types) {
@@ -110,9 +143,9 @@ void info_text(std::string& out, const std::string& path, const ggufkit::GgufFil
     }
     fmt::format_to(it, "  hyperparams   {}\n", line);
   }
-  if (const auto model = meta.tokenizer_model()) {
+  if (const auto tokenizer = meta.tokenizer_model()) {
     const auto tokens = meta.tokens();
-    std::string line = fmt::format("{}", *model);
+    std::string line = fmt::format("{}", *tokenizer);
     if (const auto pre = meta.tokenizer_pre()) line += fmt::format(" (pre: {})", *pre);
     line += fmt::format(", {} tokens", tokens ? tokens->size() : 0);
     if (const auto merges = meta.merges()) line += fmt::format(", {} merges", merges->size());
@@ -121,14 +154,15 @@ void info_text(std::string& out, const std::string& path, const ggufkit::GgufFil
   }
 }
 
-void info_json(std::string& out, const std::string& path, const ggufkit::GgufFile& f) {
+void info_json(std::string& out, const std::string& path, const ggufkit::SplitModel& model) {
+  const ggufkit::GgufFile& f = model.metadata_file();
   const ModelMetadata meta(f);
-  const ggufkit::FileSummary s = ggufkit::summarize(f);
+  const ggufkit::FileSummary s = summarize_model(model);
   auto it = std::back_inserter(out);
   out += "{\"file\":";
   ggufkit::json::append_string(out, path);
   fmt::format_to(it, ",\"version\":{},\"alignment\":{},\"data_offset\":{},\"file_size\":{}", f.version(),
-                 f.alignment(), f.data_offset(), f.file_size());
+                 f.alignment(), f.data_offset(), model.file_bytes());
   auto opt_string = [&](const char* key, std::optional<std::string_view> v) {
     fmt::format_to(it, ",\"{}\":", key);
     if (v) {
@@ -148,7 +182,7 @@ void info_json(std::string& out, const std::string& path, const ggufkit::GgufFil
   }
   opt_string("file_type_name", fti ? std::optional<std::string_view>(fti->name) : std::nullopt);
   fmt::format_to(it, ",\"parameters\":{},\"tensor_count\":{},\"tensor_bytes\":{},\"bits_per_weight\":", s.parameters,
-                 f.tensors().size(), s.tensor_bytes);
+                 model.tensors().size(), s.tensor_bytes);
   ggufkit::json::append_double(out, s.bits_per_weight);
   out += ",\"types\":[";
   for (size_t i = 0; i < s.types.size(); ++i) {
@@ -168,6 +202,14 @@ void info_json(std::string& out, const std::string& path, const ggufkit::GgufFil
   opt_string("tokenizer_model", meta.tokenizer_model());
   const auto tokens = meta.tokens();
   fmt::format_to(it, ",\"vocab_size\":{}", tokens ? fmt::format("{}", tokens->size()) : "null");
+  if (model.is_split()) {  // only for split models: the shards, in order
+    out += ",\"shards\":[";
+    for (size_t i = 0; i < model.paths().size(); ++i) {
+      if (i) out += ',';
+      ggufkit::json::append_string(out, model.paths()[i].string());
+    }
+    out += ']';
+  }
   out += "}";
 }
 
@@ -177,8 +219,9 @@ int run_info(const InfoArgs& args) {
   if (args.json) out += "[";
   bool first = true;
   for (const std::string& path : args.files) {
-    const auto f = open_or_report(path);
+    const auto f = ggufkit::SplitModel::open(path);
     if (!f) {
+      report_error(path, f.error());
       status = kUsageOrIoError;
       continue;
     }
@@ -201,7 +244,7 @@ int run_info(const InfoArgs& args) {
 Runner register_info(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   CLI::App* cmd = app.add_subcommand("info", "Summarise GGUF files: format, model, size, types, hyperparameters");
-  cmd->add_option("files", args->files, "GGUF files")->required();
+  cmd->add_option("files", args->files, "GGUF files (a split model: its first shard)")->required();
   cmd->add_flag("--json", args->json, "Machine-readable output");
   return [args] { return run_info(*args); };
 }

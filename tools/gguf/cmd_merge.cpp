@@ -1,17 +1,101 @@
-// gguf merge: placeholder until the verb lands.
+// gguf merge FIRST_SHARD OUT [--dry-run] [--json]: one file from a split model, every shard checked
+// first; merge(split(X)) is X byte for byte.
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "ggufkit/json.h"
+#include "ggufkit/split.h"
 #include "output.h"
 
 namespace gguf_cli {
+namespace {
+
+struct MergeArgs {
+  std::string first, output;
+  bool dry_run = false;
+  bool json = false;
+};
+
+std::string merge_json(const ggufkit::SplitModel& model, const std::string& output, uint64_t out_bytes) {
+  std::string out = "{\"shards\":[";
+  for (size_t i = 0; i < model.shards().size(); ++i) {
+    if (i) out += ',';
+    out += "{\"path\":";
+    ggufkit::json::append_string(out, model.paths()[i].string());
+    fmt::format_to(std::back_inserter(out), ",\"tensors\":{},\"file_bytes\":{}}}", model.shards()[i].tensors().size(),
+                   model.shards()[i].file_size());
+  }
+  out += "],\"output\":";
+  ggufkit::json::append_string(out, output);
+  fmt::format_to(std::back_inserter(out), ",\"tensor_count\":{},\"file_bytes\":{}}}\n", model.tensors().size(), out_bytes);
+  return out;
+}
+
+int run_merge(const MergeArgs& args) {
+  auto model = ggufkit::SplitModel::open(args.first);
+  if (!model) {
+    report_error(args.first, model.error());
+    return kUsageOrIoError;
+  }
+  if (!model->metadata_file().find(ggufkit::kSplitCountKey)) {
+    fmt::print(stderr, "gguf: merge: {} is not a split model (it has no split.count)\n", args.first);
+    return kUsageOrIoError;
+  }
+  for (const auto& p : model->paths()) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(p, args.output, ec)) {
+      fmt::print(stderr, "gguf: merge: the output would overwrite the input {}\n", p.string());
+      return kUsageOrIoError;
+    }
+  }
+  auto builder = ggufkit::merge_builder(*model);
+  if (!builder) {
+    report_error(args.first, builder.error());
+    return kUsageOrIoError;
+  }
+  const uint64_t out_bytes = builder->file_bytes();
+  std::string out;
+  if (args.dry_run) {
+    if (args.json) {
+      out = merge_json(*model, args.output, out_bytes);
+    } else {
+      for (size_t i = 0; i < model->shards().size(); ++i) {
+        fmt::format_to(std::back_inserter(out), "{}  {} tensors  {} ({} bytes)\n", model->paths()[i].string(),
+                       model->shards()[i].tensors().size(), human_bytes(model->shards()[i].file_size()),
+                       model->shards()[i].file_size());
+      }
+      fmt::format_to(std::back_inserter(out), "-> {}  {} tensors  {} ({} bytes)\n", args.output, model->tensors().size(),
+                     human_bytes(out_bytes), out_bytes);
+    }
+  } else {
+    ggufkit::WriteOptions options;
+    options.progress = [](size_t done, size_t all) {
+      if (done == all || done % 64 == 0) fmt::print(stderr, "[{}/{}] tensors written\n", done, all);
+    };
+    fmt::print(stderr, "merging {} shards ({} tensors) into {}\n", model->shards().size(), model->tensors().size(),
+               args.output);
+    if (auto r = ggufkit::write_merged(*model, args.output, options); !r) {
+      report_error(args.output, r.error());
+      return kUsageOrIoError;
+    }
+    out = args.json ? merge_json(*model, args.output, out_bytes) : args.output + "\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+}
+
+}  // namespace
 
 Runner register_merge(CLI::App& app) {
-  app.add_subcommand("merge", "(not implemented yet)");
-  return [] {
-    fmt::print(stderr, "gguf merge: not implemented yet\n");
-    return kUsageOrIoError;
-  };
+  auto args = std::make_shared<MergeArgs>();
+  CLI::App* cmd = app.add_subcommand("merge", "Merge a split model into one file (checks every shard first)");
+  cmd->add_option("first_shard", args->first, "The first shard, PREFIX-00001-of-0000N.gguf")->required();
+  cmd->add_option("output", args->output, "GGUF file to write (never one of the shards)")->required();
+  cmd->add_flag("--dry-run", args->dry_run, "Check the shards and print what would be written; write nothing");
+  cmd->add_flag("--json", args->json, "Machine-readable output");
+  return [args] { return run_merge(*args); };
 }
 
 }  // namespace gguf_cli

@@ -1,17 +1,125 @@
-// gguf split: placeholder until the verb lands.
+// gguf split IN PREFIX (--max-size 2G | --max-tensors N) [--dry-run] [--json]: llama-gguf-split's
+// shards (PREFIX-00001-of-0000N.gguf), loadable by llama.cpp as one model.
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "ggufkit/json.h"
+#include "ggufkit/split.h"
 #include "output.h"
 
 namespace gguf_cli {
+namespace {
+
+struct SplitArgs {
+  std::string input, prefix, max_size;
+  uint64_t max_tensors = 0;
+  bool dry_run = false;
+  bool json = false;
+};
+
+std::string plan_json(const std::string& input, const ggufkit::GgufFile& file, const ggufkit::SplitPlan& plan) {
+  std::string out = "{\"input\":";
+  ggufkit::json::append_string(out, input);
+  out += ",\"shards\":[";
+  for (size_t i = 0; i < plan.shards.size(); ++i) {
+    const auto& s = plan.shards[i];
+    if (i) out += ',';
+    out += "{\"path\":";
+    ggufkit::json::append_string(out, s.path);
+    fmt::format_to(std::back_inserter(out), ",\"tensors\":{},\"tensor_bytes\":{},\"file_bytes\":{},\"first_tensor\":",
+                   s.tensor_count, s.tensor_bytes, s.file_bytes);
+    if (s.tensor_count) {
+      ggufkit::json::append_string(out, file.tensors()[s.first_tensor].name);
+      out += ",\"last_tensor\":";
+      ggufkit::json::append_string(out, file.tensors()[s.first_tensor + s.tensor_count - 1].name);
+    } else {
+      out += "null,\"last_tensor\":null";
+    }
+    out += '}';
+  }
+  fmt::format_to(std::back_inserter(out), "],\"tensor_count\":{},\"total_file_bytes\":{}}}\n", file.tensors().size(),
+                 plan.total_file_bytes());
+  return out;
+}
+
+std::string plan_text(const ggufkit::GgufFile& file, const ggufkit::SplitPlan& plan) {
+  std::string out;
+  for (const auto& s : plan.shards) {
+    fmt::format_to(std::back_inserter(out), "{}  {} tensors  {} ({} bytes)\n", s.path, s.tensor_count,
+                   human_bytes(s.file_bytes), s.file_bytes);
+  }
+  fmt::format_to(std::back_inserter(out), "{} shards, {} tensors, {} ({} bytes)\n", plan.shards.size(),
+                 file.tensors().size(), human_bytes(plan.total_file_bytes()), plan.total_file_bytes());
+  return out;
+}
+
+int run_split(const SplitArgs& args) {
+  ggufkit::SplitLimits limits;
+  if (!args.max_size.empty()) {
+    const auto bytes = ggufkit::parse_size(args.max_size);
+    if (!bytes) {
+      fmt::print(stderr, "gguf: split: {}\n", bytes.error().message);
+      return kUsageOrIoError;
+    }
+    limits.max_bytes = *bytes;
+  } else if (args.max_tensors > 0) {
+    limits.max_tensors = args.max_tensors;
+  } else {
+    fmt::print(stderr, "gguf: split: give --max-size SIZE (e.g. 2G) or --max-tensors N (N >= 1)\n");
+    return kUsageOrIoError;
+  }
+  const auto input = open_or_report(args.input);
+  if (!input) return kUsageOrIoError;
+  if (const auto count = input->get(ggufkit::kSplitCountKey); count && count->as_uint().value_or(0) > 1) {
+    fmt::print(stderr, "gguf: split: {} is a shard of a split model; merge it first (gguf merge)\n", args.input);
+    return kUsageOrIoError;
+  }
+  auto plan = ggufkit::plan_split(*input, args.prefix, limits);
+  if (!plan) {
+    report_error(args.input, plan.error());
+    return kUsageOrIoError;
+  }
+  if (args.dry_run) {
+    const std::string out = args.json ? plan_json(args.input, *input, *plan) : plan_text(*input, *plan);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+  }
+  ggufkit::SplitWriteOptions options;
+  options.input_path = args.input;
+  options.progress = [](size_t done, size_t all, const std::string& path) {
+    fmt::print(stderr, "[{}/{}] {}\n", done, all, path);
+  };
+  if (auto r = ggufkit::write_split(*input, *plan, options); !r) {
+    report_error(args.input, r.error());
+    return kUsageOrIoError;
+  }
+  std::string out;
+  if (args.json) {
+    out = plan_json(args.input, *input, *plan);
+  } else {
+    for (const auto& s : plan->shards) out += s.path + "\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+}
+
+}  // namespace
 
 Runner register_split(CLI::App& app) {
-  app.add_subcommand("split", "(not implemented yet)");
-  return [] {
-    fmt::print(stderr, "gguf split: not implemented yet\n");
-    return kUsageOrIoError;
-  };
+  auto args = std::make_shared<SplitArgs>();
+  CLI::App* cmd = app.add_subcommand("split", "Split a model into shards llama.cpp loads as one (llama-gguf-split)");
+  cmd->add_option("input", args->input, "GGUF model to split")->required();
+  cmd->add_option("prefix", args->prefix, "Shards are written as PREFIX-00001-of-0000N.gguf ...")->required();
+  auto* size = cmd->add_option("--max-size", args->max_size,
+                               "Most tensor bytes per shard: 2G, 500M (powers of 1000, as llama-gguf-split), 1GiB, bytes");
+  auto* tensors = cmd->add_option("--max-tensors", args->max_tensors, "Most tensors per shard")
+                      ->check(CLI::Range(uint64_t{1}, uint64_t{INT32_MAX}));
+  size->excludes(tensors);
+  cmd->add_flag("--dry-run", args->dry_run, "Print the shards (files, tensors, sizes); write nothing");
+  cmd->add_flag("--json", args->json, "The plan as JSON");
+  return [args] { return run_split(*args); };
 }
 
 }  // namespace gguf_cli

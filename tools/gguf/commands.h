@@ -11,8 +11,13 @@ Runner register_info(CLI::App& app);
 Runner register_dump(CLI::App& app);
 Runner register_extract(CLI::App& app);
 Runner register_quantize(CLI::App& app);
+Runner register_get(CLI::App& app);
+Runner register_set(CLI::App& app);
+Runner register_rm(CLI::App& app);
+Runner register_rename(CLI::App& app);
 Runner register_diff(CLI::App& app);
 Runner register_split(CLI::App& app);
 Runner register_merge(CLI::App& app);
+Runner register_convert_endian(CLI::App& app);
 
 }  // namespace gguf_cli

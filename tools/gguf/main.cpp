@@ -21,9 +21,14 @@ int main(int argc, char** argv) {
   add(gguf_cli::register_dump);
   add(gguf_cli::register_extract);
   add(gguf_cli::register_quantize);
+  add(gguf_cli::register_get);
+  add(gguf_cli::register_set);
+  add(gguf_cli::register_rm);
+  add(gguf_cli::register_rename);
   add(gguf_cli::register_diff);
   add(gguf_cli::register_split);
   add(gguf_cli::register_merge);
+  add(gguf_cli::register_convert_endian);
 
   // CLI11 would call an unknown verb a missing subcommand; say what is wrong instead.
   const auto is_verb = [&](std::string_view name) {

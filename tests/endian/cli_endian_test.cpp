@@ -1,0 +1,69 @@
+// gguf convert-endian through the real binary: round trip, dry run, refusals, exit codes, and
+// other verbs reading the big-endian result.
+#include <gtest/gtest.h>
+
+#include "ggufkit/reader.h"
+#include "test_support.h"
+
+namespace {
+
+using namespace ggufkit::test;
+namespace fs = std::filesystem;
+
+TEST(CliConvertEndian, BigAndBackIsTheSameFile) {
+  const auto dir = temp_dir("cli-endian-round");
+  const std::string in = sample_model().string(), be = (dir / "be.gguf").string(), back = (dir / "back.gguf").string();
+  const CommandResult to_big = run_gguf({"convert-endian", in, be, "--to", "big"});
+  ASSERT_EQ(to_big.exit_code, 0) << to_big.err;
+  EXPECT_NE(to_big.out.find("big-endian"), std::string::npos) << to_big.out;
+  auto f = ggufkit::GgufFile::open(be);
+  ASSERT_TRUE(f) << f.error().describe();
+  EXPECT_EQ(f->byte_order(), ggufkit::ByteOrder::big);
+  EXPECT_NE(read_bytes(be), read_bytes(in));
+  const CommandResult to_little = run_gguf({"convert-endian", be, back, "--to", "little"});
+  ASSERT_EQ(to_little.exit_code, 0) << to_little.err;
+  EXPECT_EQ(read_bytes(back), read_bytes(in));
+  // Other verbs read the big-endian file's metadata.
+  const CommandResult info = run_gguf({"info", be});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  const CommandResult info_le = run_gguf({"info", in});
+  // The same report but for the file name and the byte order.
+  const auto normalised = [&](std::string text) {
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{be, in}, {"big-endian", "little-endian"}}) {
+      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+        text.replace(at, from.size(), to);
+      }
+    }
+    return text;
+  };
+  EXPECT_EQ(normalised(info.out), normalised(info_le.out));
+}
+
+TEST(CliConvertEndian, DryRunWritesNothing) {
+  const auto dir = temp_dir("cli-endian-dry");
+  const std::string out = (dir / "be.gguf").string();
+  const CommandResult r = run_gguf({"convert-endian", sample_model().string(), out, "--to", "big", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("little-endian"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(CliConvertEndian, Refusals) {
+  const auto dir = temp_dir("cli-endian-refuse");
+  const fs::path copy = dir / "m.gguf";
+  fs::copy_file(sample_model(), copy);
+  const auto before = read_bytes(copy);
+  const CommandResult same = run_gguf({"convert-endian", copy.string(), copy.string(), "--to", "big"});
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_NE(same.err.find("must not be the input"), std::string::npos) << same.err;
+  const CommandResult same_via_dot = run_gguf({"convert-endian", copy.string(), (dir / "." / "m.gguf").string(), "--to", "big"});
+  EXPECT_EQ(same_via_dot.exit_code, 2);
+  EXPECT_EQ(read_bytes(copy), before);
+  EXPECT_EQ(run_gguf({"convert-endian", copy.string(), (dir / "o.gguf").string(), "--to", "middle"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"convert-endian", copy.string(), (dir / "o.gguf").string()}).exit_code, 2);
+  const CommandResult missing = run_gguf({"convert-endian", (dir / "nope.gguf").string(), (dir / "o.gguf").string(), "--to", "big"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir / "o.gguf"));
+}
+
+}  // namespace

@@ -1,0 +1,83 @@
+// gguf convert-endian IN OUT --to little|big [--dry-run]: the same model in the other byte order
+// (big-endian files are for s390x). Metadata, tensor infos and every tensor type whose block
+// layout is known are converted; OUT is written atomically and IN is never modified.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "ggufkit/endian.h"
+#include "output.h"
+
+namespace gguf_cli {
+namespace {
+
+struct ConvertEndianArgs {
+  std::string input, output, to;
+  bool dry_run = false;
+};
+
+int run_convert_endian(const ConvertEndianArgs& args) {
+  const ggufkit::ByteOrder to = args.to == "big" ? ggufkit::ByteOrder::big : ggufkit::ByteOrder::little;
+  std::error_code ec;
+  if (args.input == args.output || std::filesystem::equivalent(args.input, args.output, ec)) {
+    fmt::print(stderr, "gguf: convert-endian: the output must not be the input ({})\n", args.input);
+    return kUsageOrIoError;
+  }
+  const auto input = open_or_report(args.input);
+  if (!input) return kUsageOrIoError;
+  const ggufkit::ConvertEndianPlan plan = ggufkit::plan_convert_endian(*input, to);
+  const auto from_name = ggufkit::byte_order_name(plan.from), to_name = ggufkit::byte_order_name(plan.to);
+  if (plan.swaps() && !plan.unsupported.empty()) {
+    fmt::print(stderr, "gguf: convert-endian: {}: {} tensor(s) have a type whose byte layout is not known:\n",
+               args.input, plan.unsupported.size());
+    for (const std::string& t : plan.unsupported) fmt::print(stderr, "  {}\n", t);
+    return kUsageOrIoError;
+  }
+  if (args.dry_run) {
+    fmt::print("{}: {}-endian, {} tensors, {} of tensor data\n", args.input, from_name, input->tensors().size(),
+               human_bytes(plan.tensor_bytes));
+    if (plan.swaps()) {
+      fmt::print("would write {} as {}-endian: header, metadata and tensor data byte-swapped\n", args.output, to_name);
+    } else {
+      fmt::print("already {}-endian: would copy it unchanged to {}\n", to_name, args.output);
+    }
+    return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+  }
+  ggufkit::ConvertEndianOptions options;
+  // Progress for long conversions: at most one line a second, only past 256 MiB of tensor data.
+  const bool show_progress = plan.tensor_bytes >= (uint64_t{256} << 20);
+  auto last = std::chrono::steady_clock::now();
+  if (show_progress) {
+    options.progress = [&last](uint64_t done, uint64_t total) {
+      const auto now = std::chrono::steady_clock::now();
+      if (done < total && now - last < std::chrono::seconds(1)) return;
+      last = now;
+      fmt::print(stderr, "converting: {} / {} ({:.0f}%)\n", human_bytes(done), human_bytes(total),
+                 total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
+    };
+  }
+  if (auto r = ggufkit::convert_endian(*input, args.output, to, options); !r) {
+    report_error(args.input, r.error());
+    return kUsageOrIoError;
+  }
+  fmt::print("{}: {}-endian -> {}: {}-endian{}\n", args.input, from_name, args.output, to_name,
+             plan.swaps() ? "" : " (already in that order: copied)");
+  return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+}
+
+}  // namespace
+
+Runner register_convert_endian(CLI::App& app) {
+  auto args = std::make_shared<ConvertEndianArgs>();
+  CLI::App* cmd = app.add_subcommand("convert-endian", "Write a copy of a model in the other byte order (little or big-endian)");
+  cmd->add_option("input", args->input, "GGUF file to read (little- or big-endian)")->required();
+  cmd->add_option("output", args->output, "GGUF file to write (atomically; never the input)")->required();
+  cmd->add_option("--to", args->to, "Byte order of the output")->required()->check(CLI::IsMember({"little", "big"}));
+  cmd->add_flag("--dry-run", args->dry_run, "Say what would be done; write nothing");
+  return [args] { return run_convert_endian(*args); };
+}
+
+}  // namespace gguf_cli
