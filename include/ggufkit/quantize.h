@@ -16,6 +16,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/split.h"
 
 namespace ggufkit {
 
@@ -34,6 +35,7 @@ struct QuantizeOptions {
 // What happens to one tensor.
 struct TensorPlan {
   const TensorInfo* tensor = nullptr;
+  std::span<const std::byte> data;  // the source tensor's bytes (in its file or shard)
   TensorType target = TensorType::F32;
   bool convert = false;      // false: the bytes are copied
   uint64_t bytes = 0;        // the tensor's size in the output, without padding
@@ -57,5 +59,9 @@ bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor,
 
 Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options);
 Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path& output, const QuantizeOptions& options);
+// The same for a split model opened from its first shard: the output is one file, the one the
+// merged model would give (llama_model_quantize reads split models the same way).
+Expected<QuantizePlan> plan_quantize(const SplitModel& input, const QuantizeOptions& options);
+Expected<void> quantize_model(const SplitModel& input, const std::filesystem::path& output, const QuantizeOptions& options);
 
 }  // namespace ggufkit

@@ -124,8 +124,15 @@ int layer_of(std::string_view name) {
 
 }  // namespace
 
-Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options) {
-  if (auto r = require_native_order(input, "quantize"); !r) return std::move(r).error();
+namespace {
+
+struct SourceTensor {
+  const TensorInfo* info;
+  std::span<const std::byte> data;
+};
+
+Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const SourceTensor> tensors,
+                                    const QuantizeOptions& options) {
   const auto default_type = file_type_default_type(options.file_type);
   if (!default_type) {
     return make_error(ErrorCode::invalid_argument, 0, {},
@@ -135,15 +142,16 @@ Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOption
     return make_error(ErrorCode::invalid_argument, 0, {}, "only --pure quantization is implemented so far");
   }
   QuantizePlan plan;
-  for (const TensorInfo& t : input.tensors()) {
-    TensorPlan p{&t, t.type, false, 0, {}};
+  for (const SourceTensor& source : tensors) {
+    const TensorInfo& t = *source.info;
+    TensorPlan p{&t, source.data, t.type, false, 0, {}};
     if (tensor_allows_quantization(t.name, t, options)) {
       p.target = type_traits(*default_type).quantized ? with_fallback(*default_type, t, p.note) : *default_type;
       p.convert = p.target != t.type;
     }
     const uint64_t rows = t.ne[0] == 0 ? 0 : static_cast<uint64_t>(t.n_elements() / t.ne[0]);
     p.bytes = *row_size(p.target, t.ne[0]) * rows;
-    plan.tensor_bytes += (p.bytes + input.alignment() - 1) / input.alignment() * input.alignment();
+    plan.tensor_bytes += (p.bytes + metadata.alignment() - 1) / metadata.alignment() * metadata.alignment();
     plan.tensors.push_back(std::move(p));
   }
   std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const TensorPlan& a, const TensorPlan& b) {
@@ -151,6 +159,24 @@ Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOption
     return la != lb ? la < lb : a.tensor->name < b.tensor->name;
   });
   return plan;
+}
+
+}  // namespace
+
+Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options) {
+  if (auto r = require_native_order(input, "quantize"); !r) return std::move(r).error();
+  std::vector<SourceTensor> tensors;
+  for (const TensorInfo& t : input.tensors()) tensors.push_back({&t, input.tensor_data(t)});
+  return plan_tensors(input, tensors, options);
+}
+
+Expected<QuantizePlan> plan_quantize(const SplitModel& input, const QuantizeOptions& options) {
+  for (const GgufFile& shard : input.shards()) {
+    if (auto r = require_native_order(shard, "quantize"); !r) return std::move(r).error();
+  }
+  std::vector<SourceTensor> tensors;
+  for (const ModelTensor& t : input.tensors()) tensors.push_back({t.info, t.data});
+  return plan_tensors(input.metadata_file(), tensors, options);
 }
 
 }  // namespace ggufkit

@@ -240,11 +240,12 @@ class ConversionStream {
 
 }  // namespace
 
-Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path& output,
-                              const QuantizeOptions& options) {
-  auto plan = plan_quantize(input, options);
-  if (!plan) return std::move(plan).error();
+namespace {
 
+// `input` holds the metadata (a plain file, or a split model's first shard).
+Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePlan>& plan,
+                               const std::filesystem::path& output, const QuantizeOptions& options) {
+  if (!plan) return plan.error();
   GgufBuilder b;
   if (auto r = b.set_version(kGgufVersionLatest); !r) return r;
   for (const KeyValue& kv : input.metadata()) {
@@ -263,7 +264,7 @@ Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path
   for (const TensorPlan& p : plan->tensors) {
     const TensorInfo& t = *p.tensor;
     if (!p.convert) {
-      if (auto r = b.add_tensor(t.name, t.type, t.shape(), input.tensor_data(t)); !r) return r;
+      if (auto r = b.add_tensor(t.name, t.type, t.shape(), p.data); !r) return r;
       continue;
     }
     if (!quant_capabilities(t.type).dequantize) {
@@ -280,7 +281,7 @@ Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path
                         fmt::format("ggufkit cannot quantize to {} yet", type_name(p.target)));
     }
     const int64_t n_per_row = t.ne[0];
-    const size_t index = stream.add({input.tensor_data(t), t.type, p.target, n_per_row, *row_size(t.type, n_per_row),
+    const size_t index = stream.add({p.data, t.type, p.target, n_per_row, *row_size(t.type, n_per_row),
                                      *row_size(p.target, n_per_row)});
     ConversionStream* s = &stream;
     auto producer = [s, index](uint64_t offset, std::span<std::byte> chunk) { return s->read(index, offset, chunk); };
@@ -291,6 +292,18 @@ Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path
   write_options.progress = options.progress;
   write_options.sync = options.sync;
   return b.write_file(output, write_options);
+}
+
+}  // namespace
+
+Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path& output,
+                              const QuantizeOptions& options) {
+  return write_quantized(input, plan_quantize(input, options), output, options);
+}
+
+Expected<void> quantize_model(const SplitModel& input, const std::filesystem::path& output,
+                              const QuantizeOptions& options) {
+  return write_quantized(input.metadata_file(), plan_quantize(input, options), output, options);
 }
 
 }  // namespace ggufkit

@@ -4,6 +4,7 @@
 
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/split.h"
 #include "llama_quantize_oracle.h"
 #include "test_support.h"
 
@@ -87,6 +88,43 @@ TEST(QuantizeModelOracle, FallbackTypesForNarrowRows) {
     SCOPED_TRACE(type);
     expect_same_as_llama(sample_model(), type, "2");
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A split model, given by its first shard, quantizes to one file: llama.cpp's, and the one the
+// unsplit model gives.
+TEST(QuantizeModelOracle, SplitInputQuantizesLikeLlamaAndLikeTheWholeFile) {
+  GGUFKIT_REQUIRE_SHARED();
+  std::string why;
+  const LlamaQuantizeOracle* oracle = LlamaQuantizeOracle::get(&why);
+  if (!oracle) GTEST_SKIP() << "skipped: llama.cpp oracle not installed: " << why;
+  const fs::path source = *shared_dir() / "corpus/tiny-llama/tiny-llama-f16.gguf";
+  const auto dir = temp_dir("quantize-split");
+  auto whole = GgufFile::open(source);
+  ASSERT_TRUE(whole);
+  auto plan = plan_split(*whole, (dir / "shard").string(), SplitLimits{0, 7});
+  ASSERT_TRUE(plan) << plan.error().describe();
+  ASSERT_GT(plan->shards.size(), 2u);
+  ASSERT_TRUE(write_split(*whole, *plan));
+  const std::string first_shard = plan->shards.front().path;
+  for (const char* type : {"q4_K", "q8_0"}) {
+    SCOPED_TRACE(type);
+    const auto file_type = file_type_for_type(*parse_tensor_type(type));
+    const fs::path ours = dir / "ours.gguf", theirs = dir / "llama.gguf", unsplit = dir / "unsplit.gguf";
+    const CommandResult r = run_gguf({"quantize", first_shard, ours.string(), type, "--pure"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(oracle->quantize(first_shard, theirs.string(), *file_type, true, 2));
+    ASSERT_EQ(run_gguf({"quantize", source.string(), unsplit.string(), type, "--pure"}).exit_code, 0);
+    EXPECT_TRUE(read_bytes(ours) == read_bytes(theirs)) << describe_difference(ours, theirs);
+    EXPECT_TRUE(read_bytes(ours) == read_bytes(unsplit));
+  }
+  // The output may not replace any shard.
+  const auto refused = run_gguf({"quantize", first_shard, plan->shards.back().path, "q8_0", "--pure"});
+  EXPECT_EQ(refused.exit_code, 2);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -42,13 +42,19 @@ int run_quantize(const QuantizeArgs& args) {
                ggufkit::type_name(*ggufkit::file_type_default_type(*file_type)));
     return kUsageOrIoError;
   }
-  std::error_code ec;
-  if (std::filesystem::equivalent(args.input, args.output, ec)) {
-    fmt::print(stderr, "gguf: quantize: the output would overwrite the input {}\n", args.input);
+  // A split model is read from its first shard; the output is one file.
+  const auto input = ggufkit::SplitModel::open(args.input);
+  if (!input) {
+    report_error(args.input, input.error());
     return kUsageOrIoError;
   }
-  const auto input = open_or_report(args.input);
-  if (!input) return kUsageOrIoError;
+  for (const auto& shard : input->paths()) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(shard, args.output, ec)) {
+      fmt::print(stderr, "gguf: quantize: the output would overwrite the input {}\n", shard.string());
+      return kUsageOrIoError;
+    }
+  }
 
   ggufkit::QuantizeOptions options;
   options.file_type = *file_type;
