@@ -73,7 +73,6 @@ std::string npy_header(const NpyLayout& layout) {
 
 Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, ExtractType type,
                            const std::filesystem::path& out, bool sync) {
-  if (auto r = require_native_order(file, "extract"); !r) return r;
   auto layout = npy_layout(tensor, type);
   if (!layout) return std::move(layout).error();
   auto sink = AtomicFile::create(out);
@@ -82,8 +81,26 @@ Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, Extra
   if (auto r = (*sink)->write(std::as_bytes(std::span(header))); !r) return r;
 
   const std::span<const std::byte> data = file.tensor_data(tensor);
+  // A big-endian file's bytes are swapped to the host's order on the way (a step at a time).
+  const bool swap = file.byte_order() != native_byte_order();
+  std::vector<std::byte> native;
+  auto bytes_at = [&](uint64_t offset, uint64_t length) -> Expected<std::span<const std::byte>> {
+    if (!swap) return data.subspan(offset, length);
+    native.resize(length);
+    if (auto r = copy_tensor_native(file, tensor, offset, native); !r) return std::move(r).error();
+    return std::span<const std::byte>(native);
+  };
   if (type == ExtractType::raw) {
-    if (auto r = (*sink)->write(data); !r) return r;
+    if (!swap) {
+      if (auto r = (*sink)->write(data); !r) return r;
+      return (*sink)->commit(sync);
+    }
+    constexpr uint64_t kStep = uint64_t{4} << 20;
+    for (uint64_t at = 0; at < data.size(); at += kStep) {
+      auto chunk = bytes_at(at, std::min<uint64_t>(kStep, data.size() - at));
+      if (!chunk) return std::move(chunk).error();
+      if (auto r = (*sink)->write(*chunk); !r) return r;
+    }
     return (*sink)->commit(sync);
   }
   // Dequantize whole rows at a time (a row is whole blocks), a bounded number per step.
@@ -96,8 +113,9 @@ Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, Extra
   for (int64_t row = 0; row < rows; row += rows_per_step) {
     const int64_t n_rows = std::min(rows_per_step, rows - row);
     floats.resize(static_cast<size_t>(n_rows * row_elements));
-    const auto src = data.subspan(static_cast<size_t>(row) * row_bytes, static_cast<size_t>(n_rows) * row_bytes);
-    if (auto r = dequantize(tensor.type, src, floats); !r) return r;
+    auto src = bytes_at(static_cast<uint64_t>(row) * row_bytes, static_cast<uint64_t>(n_rows) * row_bytes);
+    if (!src) return std::move(src).error();
+    if (auto r = dequantize(tensor.type, *src, floats); !r) return r;
     Expected<void> w;
     if (type == ExtractType::f32) {
       w = (*sink)->write(std::as_bytes(std::span(floats)));

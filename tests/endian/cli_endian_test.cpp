@@ -66,4 +66,33 @@ TEST(CliConvertEndian, Refusals) {
   EXPECT_FALSE(fs::exists(dir / "o.gguf"));
 }
 
+// Tensor data is swapped on access: extracting from the big-endian copy gives the little-endian
+// file's arrays exactly, decoded (f32) and as stored blocks (raw).
+TEST(CliConvertEndian, ExtractReadsBigEndianTensorData) {
+  const auto dir = temp_dir("cli-endian-extract");
+  std::vector<fs::path> sources{sample_model()};
+  if (const auto shared = shared_dir()) sources.push_back(*shared / "corpus/tiny-llama/tiny-llama-q4_k_m.gguf");
+  for (const fs::path& source : sources) {
+    SCOPED_TRACE(source.filename().string());
+    const fs::path be = dir / "be.gguf";
+    ASSERT_EQ(run_gguf({"convert-endian", source.string(), be.string(), "--to", "big"}).exit_code, 0);
+    for (const char* type : {"f32", "raw"}) {
+      const fs::path a = dir / (std::string("le-") + type), b = dir / (std::string("be-") + type);
+      fs::create_directories(a);
+      fs::create_directories(b);
+      auto r = run_gguf({"extract", source.string(), "-o", a.string(), "--type", type});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      r = run_gguf({"extract", be.string(), "-o", b.string(), "--type", type});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      size_t files = 0;
+      for (const auto& entry : fs::directory_iterator(a)) {
+        ++files;
+        EXPECT_EQ(read_bytes(entry.path()), read_bytes(b / entry.path().filename())) << entry.path().filename();
+      }
+      EXPECT_GT(files, 5u);
+    }
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
