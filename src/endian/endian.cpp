@@ -151,8 +151,9 @@ Expected<void> copy_tensor_bytes(TensorType type, std::span<const std::byte> sto
     return make_error(ErrorCode::invalid_argument, offset, {},
                       fmt::format("bytes [{}, +{}) are outside the tensor's {} bytes", offset, out.size(), stored.size()));
   }
+  if (out.empty()) return {};  // (an empty span may have no data pointer: memcpy must not see it)
   std::memcpy(out.data(), stored.data() + offset, out.size());
-  if (!swap || out.empty()) return {};
+  if (!swap) return {};
   const auto layout = block_swap_layout(type);
   if (!layout) return unknown_layout(type);
   const uint64_t bb = layout->block_bytes;

@@ -363,6 +363,14 @@ GGUFKIT_LANE_INLINE void transpose_levels_out(int n, const I* lanes, Level* leve
   }
 }
 
+// One lane's weighted error of level l against x: |d| or d², d = scale * l + min - x.
+template <class F, class I, bool kMad>
+GGUFKIT_LANE_INLINE F lane_weighted_error(F scale, F min, F x, F w, I l) {
+  F diff = scale * lane_float<F>(l) + min - x;
+  diff = kMad ? lane_fabs<I>(diff) : diff * diff;
+  return w * diff;
+}
+
 // affine_search for L groups.
 template <int L, bool kMad>
 GGUFKIT_LANE_INLINE void affine_lanes(int n, int nmax, const float* x, const float* weights, uint8_t* levels,
@@ -378,13 +386,10 @@ GGUFKIT_LANE_INLINE void affine_lanes(int n, int nmax, const float* x, const flo
   } else {
     for (int k = 0; k < n * L; ++k) wt[k] = xt[k] * xt[k];
   }
-  auto xv = [&](int i) { return lane_load<F>(xt + i * L); };
-  auto wv = [&](int i) { return lane_load<F>(wt + i * L); };
-  auto error = [&](F scale, F min, int i, I l) {
-    F diff = scale * lane_float<F>(l) + min - xv(i);
-    diff = kMad ? lane_fabs<I>(diff) : diff * diff;
-    return wv(i) * diff;
-  };
+  // (Macros rather than lambdas: GCC's UBSan misreads captures in these always-inline vector functions.)
+#define xv(i) lane_load<F>(xt + (i) * L)
+#define wv(i) lane_load<F>(wt + (i) * L)
+#define error(scale, min, i, l) lane_weighted_error<F, I, kMad>(scale, min, xv(i), wv(i), l)
   const F zero = lane_splat<F>(0.f);
 
   F min = xv(0), max = xv(0);
@@ -448,6 +453,9 @@ GGUFKIT_LANE_INLINE void affine_lanes(int n, int nmax, const float* x, const flo
   const F offset = -min;
   for (int g = 0; g < L; ++g) fits[g] = {scale[g], offset[g]};
   transpose_levels_out<L>(n, best, levels);
+#undef error
+#undef wv
+#undef xv
 }
 
 // The value of largest magnitude per lane (the first on ties) and that magnitude.
@@ -481,8 +489,8 @@ GGUFKIT_LANE_INLINE void qx_lanes(int n, int nmax, const float* x, const float* 
   } else {
     for (int k = 0; k < n * L; ++k) wt[k] = xt[k] * xt[k];
   }
-  auto xv = [&](int i) { return lane_load<F>(xt + i * L); };
-  auto wv = [&](int i) { return lane_load<F>(wt + i * L); };
+#define xv(i) lane_load<F>(xt + (i) * L)
+#define wv(i) lane_load<F>(wt + (i) * L)
   const F zero = lane_splat<F>(0.f);
   F value, amax;
   signed_max_lanes<L>(n, xt, value, amax);
@@ -525,6 +533,8 @@ GGUFKIT_LANE_INLINE void qx_lanes(int n, int nmax, const float* x, const float* 
   scale = tiny ? zero : scale;
   for (int g = 0; g < L; ++g) scales[g] = scale[g];
   transpose_levels_out<L>(n, best, levels);
+#undef wv
+#undef xv
 }
 
 // make_q3_quants with do_rmse for K*L groups, K vectors of L lanes side by side: the passes are
@@ -538,7 +548,7 @@ GGUFKIT_LANE_INLINE void q3_lanes(int n, int nmax, const float* x, int8_t* level
   constexpr int kGroups = K * L;
   alignas(64) float xt[kMaxLaneGroup * kGroups];
   transpose_in<kGroups>(n, x, xt);
-  auto xv = [&](int i, int k) { return lane_load<F>(xt + i * kGroups + k * L); };
+#define xv(i, k) lane_load<F>(xt + (i) * kGroups + (k) * L)
   const F zero = lane_splat<F>(0.f);
   I tiny[K], lv[K][kMaxLaneGroup];
   F sumlx[K], suml2[K];
@@ -596,6 +606,7 @@ GGUFKIT_LANE_INLINE void q3_lanes(int n, int nmax, const float* x, int8_t* level
       for (int g = 0; g < L; ++g) levels[(k * L + g) * n + i] = static_cast<int8_t>(l[g]);
     }
   }
+#undef xv
 }
 
 #define GGUFKIT_LANE_ENTRY_POINTS(TARGET, SUFFIX, L)                                                          \
