@@ -14,9 +14,12 @@
 
 #include "ggufkit/quant.h"
 #include "ggufkit/tensor_types.h"
+#include "quant_compare.h"
 #include "quant_oracle.h"
 
 namespace {
+
+using ggufkit::test::same_bytes;
 
 using namespace ggufkit;
 
@@ -146,20 +149,6 @@ std::vector<std::vector<float>> importance_matrices(uint64_t seed) {
   matrix_of([&] { return 0.0f; });                                             // no weight at all
   matrix_of([&] { return 1.0f; });
   return out;
-}
-
-::testing::AssertionResult same_bytes(const std::vector<std::byte>& ours, const std::vector<std::byte>& theirs,
-                                      size_t block_bytes) {
-  size_t diffs = 0;
-  std::string first;
-  for (size_t i = 0; i < ours.size(); ++i) {
-    if (ours[i] != theirs[i] && diffs++ < 3) {
-      first += "\n  block " + std::to_string(i / block_bytes) + " offset " + std::to_string(i % block_bytes) + ": ours " +
-               std::to_string(int(ours[i])) + " ggml " + std::to_string(int(theirs[i]));
-    }
-  }
-  if (diffs == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << diffs << " bytes differ:" << first;
 }
 
 void expect_quantize_like_ggml(const QuantOracle& oracle, TensorType type, const std::vector<float>& src,

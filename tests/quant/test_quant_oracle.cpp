@@ -14,10 +14,13 @@
 #include "ggufkit/reader.h"
 #include "ggufkit/tensor_types.h"
 #include "float_compare.h"
+#include "quant_compare.h"
 #include "quant_oracle.h"
 #include "test_support.h"
 
 namespace {
+
+using ggufkit::test::same_bytes;
 
 using namespace ggufkit;
 
@@ -38,23 +41,6 @@ const std::vector<TensorType> kQuantizeTypes = {
     TensorType::Q2_0};
 
 uint32_t id(TensorType t) { return static_cast<uint32_t>(t); }
-
-
-::testing::AssertionResult same_bytes(const std::vector<std::byte>& ours, const std::vector<std::byte>& theirs,
-                                      size_t block_bytes) {
-  if (ours.size() != theirs.size()) return ::testing::AssertionFailure() << "sizes differ";
-  size_t diffs = 0;
-  std::string first;
-  for (size_t i = 0; i < ours.size(); ++i) {
-    if (ours[i] != theirs[i] && diffs++ < 3) {
-      first += "\n  byte " + std::to_string(i) + " (block " + std::to_string(i / block_bytes) + ", offset " +
-               std::to_string(i % block_bytes) + "): ours " + std::to_string(int(ours[i])) + " ggml " +
-               std::to_string(int(theirs[i]));
-    }
-  }
-  if (diffs == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << diffs << " bytes differ:" << first;
-}
 
 // Blocks of random bytes, then blocks that stress the scale fields: all zero, all 0xFF (NaN
 // scales), and blocks whose first bytes (the scale of most formats) are an infinity, a NaN, a

@@ -18,9 +18,13 @@
 
 #include "ggufkit/quant.h"
 #include "ggufkit/tensor_types.h"
+#include "quant_compare.h"
 #include "quant_oracle.h"
 
 namespace {
+
+using ggufkit::test::same_bytes;
+using ggufkit::test::expect_like_ggml;
 
 using namespace ggufkit;
 
@@ -29,33 +33,6 @@ const int8_t kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25,
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-::testing::AssertionResult same_bytes(const std::vector<std::byte>& ours, const std::vector<std::byte>& theirs,
-                                      size_t block_bytes) {
-  size_t diffs = 0;
-  std::string first;
-  for (size_t i = 0; i < ours.size(); ++i) {
-    if (ours[i] != theirs[i] && diffs++ < 3) {
-      first += "\n  block " + std::to_string(i / block_bytes) + " offset " + std::to_string(i % block_bytes) +
-               ": ours " + std::to_string(int(ours[i])) + " ggml " + std::to_string(int(theirs[i]));
-    }
-  }
-  if (diffs == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << diffs << " of " << ours.size() << " bytes differ:" << first;
-}
-
-// Quantizes src (rows of n_per_row) with ggufkit and with ggml and compares the bytes.
-void expect_like_ggml(const QuantOracle& oracle, TensorType type, const std::vector<float>& src, int64_t n_per_row,
-                      const std::vector<float>& imatrix, const std::string& what) {
-  const TypeTraits& t = type_traits(type);
-  const auto nrows = static_cast<int64_t>(src.size()) / n_per_row;
-  const size_t bytes = static_cast<size_t>(nrows) * static_cast<size_t>(*row_size(type, n_per_row));
-  std::vector<std::byte> ours(bytes, std::byte{0x5A}), theirs(bytes, std::byte{0xA5});
-  ASSERT_TRUE(quantize(type, src, ours, n_per_row, imatrix)) << t.name << " " << what;
-  oracle.quantize_chunk(static_cast<uint32_t>(type), src.data(), theirs.data(), nrows, n_per_row,
-                        imatrix.empty() ? nullptr : imatrix.data());
-  EXPECT_TRUE(same_bytes(ours, theirs, t.block_bytes)) << t.name << " " << what;
-}
 
 float ulps_away(float x, int ulps) {  // x finite and nonzero, |ulps| small
   const auto bits = std::bit_cast<int32_t>(x);
