@@ -98,7 +98,7 @@ int run_set(SetArgs& args) {
     }
   }
   if (!append_extra_changes(args.target, changes)) return kUsageOrIoError;
-  return run_edit(args.target, changes);
+  return run_edit(args.target, *file, changes);
 }
 
 }  // namespace

@@ -191,11 +191,15 @@ bool append_extra_changes(const EditTarget& target, std::vector<MetadataChange>&
 int run_edit(const EditTarget& target, const std::vector<MetadataChange>& changes) {
   const auto file = open_or_report(target.file);
   if (!file) return kUsageOrIoError;
+  return run_edit(target, *file, changes);
+}
+
+int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std::vector<MetadataChange>& changes) {
   std::error_code ec;
   const bool to_other = !target.output.empty() && !std::filesystem::equivalent(target.file, target.output, ec);
   ggufkit::EditOptions options;
   options.force_rewrite = target.rewrite || to_other;
-  const auto plan = ggufkit::plan_metadata_edit(*file, changes, options);
+  const auto plan = ggufkit::plan_metadata_edit(file, changes, options);
   if (!plan) {
     report_error(target.file, plan.error());
     return kUsageOrIoError;
@@ -227,7 +231,7 @@ int run_edit(const EditTarget& target, const std::vector<MetadataChange>& change
     fmt::print(stderr, "copying tensor data: {:5.1f}% of {}\n", all ? 100.0 * static_cast<double>(done) / static_cast<double>(all) : 100.0,
                human_bytes(all));
   };
-  if (auto r = ggufkit::apply_metadata_edit(*file, target.file, *plan, destination, apply); !r) {
+  if (auto r = ggufkit::apply_metadata_edit(file, target.file, *plan, destination, apply); !r) {
     report_error(destination, r.error());
     return kUsageOrIoError;
   }

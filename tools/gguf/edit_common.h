@@ -28,8 +28,11 @@ void add_edit_options(CLI::App& cmd, EditTarget& target);
 // Appends the --rm and --rename changes; false (after a message) when one is malformed.
 bool append_extra_changes(const EditTarget& target, std::vector<ggufkit::MetadataChange>& changes);
 
-// Plans, reports (stdout) and applies (unless --dry-run) the changes. Returns the exit code.
+// Plans, reports (stdout) and applies (unless --dry-run) the changes. Returns the exit code. The
+// first form opens target.file; the second takes it already open (set reads types from it first).
 int run_edit(const EditTarget& target, const std::vector<ggufkit::MetadataChange>& changes);
+int run_edit(const EditTarget& target, const ggufkit::GgufFile& file,
+             const std::vector<ggufkit::MetadataChange>& changes);
 
 // A value from JSON text: `type` is the scalar type, or for arrays the element type (nullopt: from
 // the existing value `like`, else inferred from the JSON).
