@@ -19,5 +19,6 @@ Runner register_diff(CLI::App& app);
 Runner register_split(CLI::App& app);
 Runner register_merge(CLI::App& app);
 Runner register_convert_endian(CLI::App& app);
+Runner register_check(CLI::App& app);
 
 }  // namespace gguf_cli
