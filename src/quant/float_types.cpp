@@ -39,13 +39,14 @@ GGUFKIT_TARGET_AVX2 int64_t f16_to_float_avx2(const std::byte* src, float* dst, 
 
 #if GGUFKIT_QUANT_X86
 GGUFKIT_TARGET_AVX2 int64_t bf16_to_float_avx2(const std::byte* src, float* dst, int64_t n) {
+  // A bf16 is the high half of its float: interleaving zero halves below the values widens them.
+  // The 64-bit quarters are reordered first because the unpacks work within 128-bit lanes.
+  const __m256i zero = _mm256_setzero_si256();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m256i h = simd::load32(src + 2 * i);
-    const __m256i low = _mm256_slli_epi32(_mm256_cvtepu16_epi32(simd::low_half(h)), 16);
-    const __m256i high = _mm256_slli_epi32(_mm256_cvtepu16_epi32(simd::high_half(h)), 16);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), low);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 8), high);
+    const __m256i h = _mm256_permute4x64_epi64(simd::load32(src + 2 * i), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_unpacklo_epi16(zero, h));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 8), _mm256_unpackhi_epi16(zero, h));
   }
   return i;
 }
