@@ -1,6 +1,7 @@
 // Umbrella header.
 #pragma once
 
+#include "ggufkit/check.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/diff.h"
 #include "ggufkit/edit.h"

@@ -36,6 +36,14 @@ enum class ByteOrder : uint8_t { little, big };
 struct OpenOptions {
   // Arrays of arrays deeper than this are rejected (llama.cpp accepts none; gguf-py writes them).
   uint32_t max_array_depth = 8;
+  // For diagnosis (gguf check): when set, a problem after which the rest of the file can still be
+  // located is appended here and parsing goes on; open() then fails only on the first problem that
+  // makes the rest unreadable. The file may then break rules its users normally rely on: repeated
+  // keys (find() gives the first) and tensor names, alignment 32 when general.alignment is bad,
+  // tensors of unknown or removed type ids (type holds the raw id, size 0), tensors with an
+  // impossible shape (shape [0], size 0), misplaced tensor data (tensor_data() is empty when the
+  // bytes are not inside the file).
+  std::vector<Error>* problems = nullptr;
 };
 
 struct KeyValue {
@@ -104,7 +112,12 @@ class GgufFile {
   std::span<const TensorInfo> tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
   // The tensor's bytes at their aligned place in the mapping, in the file's byte order.
+  // Empty when they are not inside the file (only possible when opened with OpenOptions::problems).
   std::span<const std::byte> tensor_data(const TensorInfo& tensor) const {
+    const uint64_t size = bytes_.size();
+    if (data_offset_ > size || tensor.offset > size - data_offset_ || tensor.size > size - data_offset_ - tensor.offset) {
+      return {};
+    }
     return bytes_.subspan(data_offset_ + tensor.offset, tensor.size);
   }
   // Sum of the tensors' sizes (without padding).

@@ -8,6 +8,7 @@
 
 #include "check_internal.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/split.h"
 
 namespace ggufkit {
 
@@ -66,30 +67,106 @@ void run_semantic_passes(const ModelUnderCheck& model, const ModelUnderCheck* ba
   check_compatibility(model, out);
 }
 
-ModelUnderCheck model_of(const GgufFile& file) {
-  ModelUnderCheck m;
-  m.metadata = &file;
-  for (const TensorInfo& t : file.tensors()) m.tensors.push_back(&t);
-  return m;
+void add_tensors(const GgufFile& file, ModelUnderCheck& model) {
+  for (const TensorInfo& t : file.tensors()) model.tensors.push_back(&t);
 }
 
-void add_reader_error(const Error& e, Findings& out) {
-  out.error(fmt::format("structure.{}", error_code_name(e.code)), e.subject, e.offset, e.message);
+// One file's structure: every problem the reader can get past, then the extras. nullopt when the
+// parse stopped (the stopping problem is a finding too).
+std::optional<GgufFile> check_structure(std::span<const std::byte> bytes, Findings& out) {
+  std::vector<Error> problems;
+  OpenOptions options;
+  options.problems = &problems;
+  auto file = GgufFile::parse(bytes, options);
+  for (const Error& e : problems) add_reader_problem(e, file ? &*file : nullptr, out);
+  if (!file) {
+    add_reader_problem(file.error(), nullptr, out);
+    return std::nullopt;
+  }
+  check_structure_extras(*file, out);
+  return std::move(file).value();
+}
+
+struct Shard {
+  std::filesystem::path path;
+  std::optional<MappedFile> mapping;
+  std::optional<GgufFile> file;
+};
+
+// The other shards of a split model whose first shard is `first`: each one's structure, and the
+// model's consistency as llama.cpp's loader checks it. Returns the shards that parsed.
+std::vector<Shard> check_other_shards(const std::filesystem::path& path, const GgufFile& first, CheckReport& report,
+                                      Findings& out) {
+  std::vector<Shard> shards;
+  const auto uint_of = [&](std::string_view key) -> std::optional<uint64_t> {
+    const auto v = first.get(key);
+    return v ? v->as_uint() : std::nullopt;
+  };
+  const auto count = uint_of(kSplitCountKey);
+  if (!count || *count <= 1) return shards;
+  const KeyValue* count_kv = first.find(kSplitCountKey);
+  const auto no = uint_of(kSplitNoKey);
+  if (no && *no != 0) {
+    out.warning("split.not_first_shard", kSplitNoKey, first.find(kSplitNoKey)->offset,
+                fmt::format("this is shard {} of {}: only its structure was checked; check the first shard "
+                            "(-00001-of-) to check the whole model",
+                            *no + 1, *count));
+    report.complete = false;
+    return shards;
+  }
+  const auto n = static_cast<uint32_t>(std::min<uint64_t>(*count, kMaxShards));
+  const auto prefix = split_prefix(path.string(), 0, n);
+  if (!prefix) {
+    out.error("split.bad_name", kSplitCountKey, count_kv->offset,
+              fmt::format("split.count is {} but the file is not named PREFIX-00001-of-{:05}.gguf, so llama.cpp "
+                          "cannot find the other shards: rename the shards as gguf split names them",
+                          *count, n));
+    return shards;
+  }
+  bool all_parsed = true;
+  for (uint32_t i = 1; i < n; ++i) {
+    Shard shard;
+    shard.path = split_path(*prefix, i, n);
+    out.set_file(shard.path.string());
+    auto mapping = MappedFile::open(shard.path);
+    if (!mapping) {
+      out.error("split.missing_shard", {}, std::nullopt,
+                fmt::format("shard {} of {} cannot be read ({}): llama.cpp will refuse the model", i + 1, n,
+                            mapping.error().message));
+      all_parsed = false;
+      continue;
+    }
+    shard.mapping.emplace(std::move(mapping).value());
+    shard.file = check_structure(shard.mapping->bytes(), out);
+    all_parsed &= shard.file.has_value();
+    shards.push_back(std::move(shard));
+  }
+  out.set_file({});
+  // The loader's own consistency rules (split.no, split.count, tensor count, repeated names,
+  // metadata agreeing): SplitModel::open applies them; its first complaint is the finding.
+  if (all_parsed) {
+    if (auto model = SplitModel::open(path); !model && model.error().code != ErrorCode::io_error) {
+      out.error("split.inconsistent", model.error().subject, std::nullopt,
+                fmt::format("{}: llama.cpp will refuse the model", model.error().message));
+    }
+  }
+  return shards;
 }
 
 }  // namespace
 }  // namespace check
 
 CheckReport check_bytes(std::span<const std::byte> bytes, const CheckOptions& options) {
-  (void)options;
+  (void)options;  // no base model from memory
   check::Findings findings;
   CheckReport report;
-  auto file = GgufFile::parse(bytes);
-  if (!file) {
-    check::add_reader_error(file.error(), findings);
-    report.complete = false;
+  if (auto file = check::check_structure(bytes, findings)) {
+    check::ModelUnderCheck model;
+    model.metadata = &*file;
+    check::add_tensors(*file, model);
+    check::run_semantic_passes(model, nullptr, findings);
   } else {
-    check::run_semantic_passes(check::model_of(*file), nullptr, findings);
+    report.complete = false;
   }
   report.findings = findings.take();
   return report;
@@ -98,22 +175,38 @@ CheckReport check_bytes(std::span<const std::byte> bytes, const CheckOptions& op
 Expected<CheckReport> check_file(const std::filesystem::path& path, const CheckOptions& options) {
   auto mapping = MappedFile::open(path);
   if (!mapping) return std::move(mapping).error();
-  check::Findings findings;
-  CheckReport report;
   std::optional<GgufFile> base;
   if (options.base) {
     auto b = GgufFile::open(*options.base);
-    if (!b) return std::move(b).error();
+    if (!b) {
+      Error e = std::move(b).error();
+      e.message = fmt::format("the base model {}: {}", options.base->string(), e.message);
+      return e;
+    }
     base.emplace(std::move(b).value());
   }
-  auto file = GgufFile::parse(mapping->bytes());
+  check::Findings findings;
+  CheckReport report;
+  auto file = check::check_structure(mapping->bytes(), findings);
   if (!file) {
-    check::add_reader_error(file.error(), findings);
     report.complete = false;
-  } else {
-    const auto base_model = base ? std::optional(check::model_of(*base)) : std::nullopt;
-    check::run_semantic_passes(check::model_of(*file), base_model ? &*base_model : nullptr, findings);
+    report.findings = findings.take();
+    return report;
   }
+  const auto shards = check::check_other_shards(path, *file, report, findings);
+  check::ModelUnderCheck model;
+  model.metadata = &*file;
+  check::add_tensors(*file, model);
+  for (const auto& shard : shards) {
+    if (shard.file) check::add_tensors(*shard.file, model);
+  }
+  std::optional<check::ModelUnderCheck> base_model;
+  if (base) {
+    base_model.emplace();
+    base_model->metadata = &*base;
+    check::add_tensors(*base, *base_model);
+  }
+  check::run_semantic_passes(model, base_model ? &*base_model : nullptr, findings);
   report.findings = findings.take();
   return report;
 }

@@ -55,6 +55,12 @@ struct ModelUnderCheck {
   const TensorInfo* find_tensor(std::string_view name) const;
 };
 
+// The structure pass (structure.cpp). A problem the reader collected becomes a finding (an
+// unknown type id a fork uses becomes compat.fork_type_id); `file` may be null when the parse
+// stopped. The extras are what the reader accepts but should not go unnoticed.
+void add_reader_problem(const Error& problem, const GgufFile* file, Findings& out);
+void check_structure_extras(const GgufFile& file, Findings& out);
+
 // The passes. Each reads the model and adds findings; none fails.
 void check_required_metadata(const ModelUnderCheck& model, Findings& out);  // metadata.*
 void check_architecture(const ModelUnderCheck& model, Findings& out);       // arch.*

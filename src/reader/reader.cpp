@@ -61,6 +61,15 @@ class Parser {
 
  private:
   uint64_t remaining() const { return size_ - pos_; }
+  bool keep_going() const { return options_.problems != nullptr; }
+
+  // A problem after which the rest of the file can still be located: the error, or, when the
+  // caller collects problems, noted and parsing goes on.
+  Expected<void> recoverable(Error e) {
+    if (!keep_going()) return e;
+    options_.problems->push_back(std::move(e));
+    return {};
+  }
 
   // Big-endian files: every multi-byte field the parser meets is noted here (`count` fields of
   // `width` bytes from `offset`), so the header can be copied and swapped once it is validated.
@@ -295,7 +304,8 @@ class Parser {
       auto key = read_string(fmt::format("the key of key/value pair {}", i));
       if (!key) return std::move(key).error();
       if (key->empty()) {
-        return make_error(ErrorCode::empty_key, at, {}, fmt::format("key/value pair {} has an empty key", i));
+        auto r = recoverable(make_error(ErrorCode::empty_key, at, {}, fmt::format("key/value pair {} has an empty key", i)));
+        if (!r) return r;
       }
       const std::string key_name(*key);
       const uint64_t type_at = pos_;
@@ -316,50 +326,60 @@ class Parser {
     std::iota(f.kv_by_key_.begin(), f.kv_by_key_.end(), size_t{0});
     std::stable_sort(f.kv_by_key_.begin(), f.kv_by_key_.end(),
                      [&](size_t a, size_t b) { return f.kvs_[a].key < f.kvs_[b].key; });
-    if (auto dup = first_duplicate(f.kv_by_key_, [&](size_t i) { return f.kvs_[i].key; })) {
-      const KeyValue& kv = f.kvs_[*dup];
-      return make_error(ErrorCode::duplicate_key, kv.offset, std::string(kv.key),
-                        fmt::format("key/value pair {} repeats an earlier key", *dup));
+    for (size_t dup : duplicates(f.kv_by_key_, [&](size_t i) { return f.kvs_[i].key; })) {
+      const KeyValue& kv = f.kvs_[dup];
+      auto r = recoverable(make_error(ErrorCode::duplicate_key, kv.offset, std::string(kv.key),
+                                      fmt::format("key/value pair {} repeats an earlier key", dup)));
+      if (!r) return r;
     }
     return {};
   }
 
-  // The earliest (in file order) entry whose name an earlier entry already has. `sorted` is
-  // stably sorted by name, so within a run of equal names the first is the original.
+  // The entries (in file order) whose name an earlier entry already has. `sorted` is stably
+  // sorted by name, so within a run of equal names the first is the original.
   template <class NameOf>
-  static std::optional<size_t> first_duplicate(const std::vector<size_t>& sorted, NameOf name_of) {
-    std::optional<size_t> found;
+  static std::vector<size_t> duplicates(const std::vector<size_t>& sorted, NameOf name_of) {
+    std::vector<size_t> found;
     for (size_t i = 1; i < sorted.size(); ++i) {
-      if (name_of(sorted[i]) == name_of(sorted[i - 1]) && (!found || sorted[i] < *found)) found = sorted[i];
+      if (name_of(sorted[i]) == name_of(sorted[i - 1])) found.push_back(sorted[i]);
     }
+    std::sort(found.begin(), found.end());
     return found;
   }
 
-  static std::optional<size_t> first_duplicate_c_name(const std::vector<TensorInfo>& tensors) {
+  static std::vector<size_t> duplicate_c_names(const std::vector<TensorInfo>& tensors) {
     const auto c_name = [&](size_t i) {
       const std::string_view n = tensors[i].name;
       return n.substr(0, n.find('\0'));
     };
     bool any_nul = false;
     for (const TensorInfo& t : tensors) any_nul |= t.name.find('\0') != std::string_view::npos;
-    if (!any_nul) return std::nullopt;
+    if (!any_nul) return {};
     std::vector<size_t> order(tensors.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return c_name(a) < c_name(b); });
-    return first_duplicate(order, c_name);
+    // Names equal as written are reported already; only those equal up to a NUL are new.
+    std::vector<size_t> found;
+    for (size_t i = 1; i < order.size(); ++i) {
+      if (c_name(order[i]) == c_name(order[i - 1]) && tensors[order[i]].name != tensors[order[i - 1]].name) {
+        found.push_back(order[i]);
+      }
+    }
+    std::sort(found.begin(), found.end());
+    return found;
   }
 
   Expected<void> resolve_alignment(GgufFile& f) {
     const KeyValue* kv = f.find("general.alignment");
     if (kv == nullptr) return {};
     if (kv->value.type() != ValueType::UInt32) {
-      return make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
-                        fmt::format("general.alignment must be a uint32, not {}", value_type_name(kv->value.type())));
+      return recoverable(make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
+                        fmt::format("general.alignment must be a uint32, not {}", value_type_name(kv->value.type()))));
     }
     const uint32_t a = swap_ ? byte_swapped(*kv->value.get<uint32_t>()) : *kv->value.get<uint32_t>();
     if (!checked::is_power_of_two(a)) {
-      return make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
-                        fmt::format("alignment {} is not a power of two", a));
+      return recoverable(make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
+                                    fmt::format("alignment {} is not a power of two", a)));
     }
     f.alignment_ = a;
     return {};
@@ -375,10 +395,13 @@ class Parser {
       t.name = *name;
       const std::string subject(*name);
       if (name->size() > kMaxTensorNameBytes) {
-        return make_error(ErrorCode::tensor_name_too_long, t.info_offset, subject,
-                          fmt::format("tensor name is {} bytes; llama.cpp allows at most {}", name->size(),
-                                      kMaxTensorNameBytes));
+        auto r = recoverable(make_error(ErrorCode::tensor_name_too_long, t.info_offset, subject,
+                                        fmt::format("tensor name is {} bytes; llama.cpp allows at most {}",
+                                                    name->size(), kMaxTensorNameBytes)));
+        if (!r) return r;
       }
+      bool bad_shape = false;  // only when collecting problems: the tensor gets shape [0]
+      bool bad_size = false;   // only when collecting problems: the tensor gets size 0
       const uint64_t dims_at = pos_;
       auto n_dims = read<uint32_t>("the dimension count", subject);
       if (!n_dims) return std::move(n_dims).error();
@@ -392,37 +415,56 @@ class Parser {
         auto ne = read<int64_t>("a dimension", subject);
         if (!ne) return std::move(ne).error();
         if (*ne < 0) {
-          return make_error(ErrorCode::bad_shape, ne_at, subject, fmt::format("dimension {} is negative ({})", d, *ne));
+          auto r = recoverable(
+              make_error(ErrorCode::bad_shape, ne_at, subject, fmt::format("dimension {} is negative ({})", d, *ne)));
+          if (!r) return r;
+          bad_shape = true;
+          continue;
         }
         t.ne[d] = *ne;
       }
-      if (auto r = check_shape(t, dims_at, subject); !r) return r;
+      if (!bad_shape) {
+        if (auto r = check_shape(t, dims_at, subject); !r) {
+          if (auto kept = recoverable(std::move(r).error()); !kept) return kept;
+          bad_shape = true;
+        }
+      }
+      if (bad_shape) t.ne = {0, 1, 1, 1};
       const uint64_t type_at = pos_;
       auto type_id = read<int32_t>("the tensor type", subject);
       if (!type_id) return std::move(type_id).error();
       const TypeTraits* traits = *type_id >= 0 ? find_type_traits(static_cast<uint32_t>(*type_id)) : nullptr;
+      t.type = static_cast<TensorType>(static_cast<uint32_t>(*type_id));
       if (traits == nullptr) {
-        return make_error(ErrorCode::unknown_tensor_type, type_at, subject,
-                          fmt::format("tensor type id {} is unknown (ggml defines 0..{})", *type_id,
-                                      kTensorTypeIdLimit - 1));
+        auto r = recoverable(make_error(ErrorCode::unknown_tensor_type, type_at, subject,
+                                        fmt::format("tensor type id {} is unknown (ggml defines 0..{})", *type_id,
+                                                    kTensorTypeIdLimit - 1)));
+        if (!r) return r;
+        bad_size = true;
+      } else if (traits->status == TypeStatus::removed) {
+        auto r = recoverable(make_error(ErrorCode::removed_tensor_type, type_at, subject,
+                                        fmt::format("tensor type id {} ({}) is no longer supported: {}", *type_id,
+                                                    traits->name, traits->note)));
+        if (!r) return r;
+        bad_size = true;
+      } else if (t.ne[0] % traits->block_size != 0) {
+        auto r = recoverable(make_error(ErrorCode::block_size_mismatch, dims_at, subject,
+                                        fmt::format("first dimension {} is not a multiple of {}'s block size {}",
+                                                    t.ne[0], traits->name, traits->block_size)));
+        if (!r) return r;
+        bad_size = true;
       }
-      if (traits->status == TypeStatus::removed) {
-        return make_error(ErrorCode::removed_tensor_type, type_at, subject,
-                          fmt::format("tensor type id {} ({}) is no longer supported: {}", *type_id, traits->name,
-                                      traits->note));
+      if (!bad_size) {
+        const auto blocks = static_cast<uint64_t>(t.n_elements()) / traits->block_size;
+        const auto bytes = checked::mul(blocks, traits->block_bytes);
+        if (!bytes || *bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          auto r = recoverable(
+              make_error(ErrorCode::shape_overflow, dims_at, subject, "the tensor's size in bytes overflows"));
+          if (!r) return r;
+        } else {
+          t.size = *bytes;
+        }
       }
-      t.type = traits->type();
-      if (t.ne[0] % traits->block_size != 0) {
-        return make_error(ErrorCode::block_size_mismatch, dims_at, subject,
-                          fmt::format("first dimension {} is not a multiple of {}'s block size {}", t.ne[0],
-                                      traits->name, traits->block_size));
-      }
-      const auto blocks = static_cast<uint64_t>(t.n_elements()) / traits->block_size;
-      const auto bytes = checked::mul(blocks, traits->block_bytes);
-      if (!bytes || *bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return make_error(ErrorCode::shape_overflow, dims_at, subject, "the tensor's size in bytes overflows");
-      }
-      t.size = *bytes;
       auto offset = read<uint64_t>("the data offset", subject);
       if (!offset) return std::move(offset).error();
       t.offset = *offset;
@@ -432,17 +474,19 @@ class Parser {
     std::iota(f.tensor_by_name_.begin(), f.tensor_by_name_.end(), size_t{0});
     std::stable_sort(f.tensor_by_name_.begin(), f.tensor_by_name_.end(),
                      [&](size_t a, size_t b) { return f.tensors_[a].name < f.tensors_[b].name; });
-    if (auto dup = first_duplicate(f.tensor_by_name_, [&](size_t i) { return f.tensors_[i].name; })) {
-      const TensorInfo& t = f.tensors_[*dup];
-      return make_error(ErrorCode::duplicate_tensor, t.info_offset, std::string(t.name),
-                        fmt::format("tensor {} repeats an earlier tensor's name", *dup));
+    for (size_t dup : duplicates(f.tensor_by_name_, [&](size_t i) { return f.tensors_[i].name; })) {
+      const TensorInfo& t = f.tensors_[dup];
+      auto r = recoverable(make_error(ErrorCode::duplicate_tensor, t.info_offset, std::string(t.name),
+                                      fmt::format("tensor {} repeats an earlier tensor's name", dup)));
+      if (!r) return r;
     }
     // llama.cpp keeps names as C strings: "a\0x" and "a\0y" are both "a" to it, so duplicates.
-    if (auto dup = first_duplicate_c_name(f.tensors_)) {
-      const TensorInfo& t = f.tensors_[*dup];
-      return make_error(ErrorCode::duplicate_tensor, t.info_offset, std::string(t.name),
-                        fmt::format("tensor {} has the same name as an earlier one up to a NUL byte, "
-                                    "which llama.cpp treats as the end of a name", *dup));
+    for (size_t dup : duplicate_c_names(f.tensors_)) {
+      const TensorInfo& t = f.tensors_[dup];
+      auto r = recoverable(make_error(ErrorCode::duplicate_tensor, t.info_offset, std::string(t.name),
+                                      fmt::format("tensor {} has the same name as an earlier one up to a NUL byte, "
+                                                  "which llama.cpp treats as the end of a name", dup)));
+      if (!r) return r;
     }
     f.header_size_ = pos_;
     return {};
@@ -466,8 +510,10 @@ class Parser {
     if (f.tensors_.empty()) return {};
     const auto data_offset = checked::align_up(f.header_size_, f.alignment_);
     if (!data_offset || *data_offset > size_) {
-      return make_error(ErrorCode::data_out_of_bounds, f.header_size_, {},
-                        fmt::format("the data section would start past the end of the file ({} bytes)", size_));
+      f.data_offset_ = size_;  // so that no tensor's data is inside the file
+      return recoverable(make_error(ErrorCode::data_out_of_bounds, f.header_size_, {},
+                                    fmt::format("the data section would start past the end of the file ({} bytes)",
+                                                size_)));
     }
     f.data_offset_ = *data_offset;
     uint64_t expected = 0;
@@ -475,23 +521,29 @@ class Parser {
       const std::string subject(t.name);
       const uint64_t offset_field = t.info_offset + 8 + t.name.size() + 4 + 8 * uint64_t{t.n_dims} + 4;
       if (t.offset % f.alignment_ != 0) {
-        return make_error(ErrorCode::bad_tensor_offset, offset_field, subject,
-                          fmt::format("data offset {} is not a multiple of the alignment {}", t.offset, f.alignment_));
-      }
-      if (t.offset != expected) {
+        auto r = recoverable(make_error(ErrorCode::bad_tensor_offset, offset_field, subject,
+                                        fmt::format("data offset {} is not a multiple of the alignment {}", t.offset,
+                                                    f.alignment_)));
+        if (!r) return r;
+      } else if (t.offset != expected) {
         const char* how = t.offset < expected ? "overlaps the previous tensor or is out of order"
                                               : "leaves a gap after the previous tensor";
-        return make_error(ErrorCode::bad_tensor_offset, offset_field, subject,
-                          fmt::format("data offset {} {} (expected {})", t.offset, how, expected));
+        auto r = recoverable(make_error(ErrorCode::bad_tensor_offset, offset_field, subject,
+                                        fmt::format("data offset {} {} (expected {})", t.offset, how, expected)));
+        if (!r) return r;
       }
       const auto start = checked::add(f.data_offset_, t.offset);
       if (!start || !checked::fits(*start, t.size, size_)) {
-        return make_error(ErrorCode::data_out_of_bounds, offset_field, subject,
-                          fmt::format("data [{}, +{}) runs past the end of the file ({} bytes)",
-                                      start.value_or(std::numeric_limits<uint64_t>::max()), t.size, size_));
+        auto r = recoverable(make_error(ErrorCode::data_out_of_bounds, offset_field, subject,
+                                        fmt::format("data [{}, +{}) runs past the end of the file ({} bytes)",
+                                                    start.value_or(std::numeric_limits<uint64_t>::max()), t.size,
+                                                    size_)));
+        if (!r) return r;
       }
+      // The next tensor is expected right after this one, wherever this one is: each tensor is
+      // judged against its predecessor, so one misplaced tensor is reported once.
       const auto padded = checked::align_up(t.size, f.alignment_);
-      const auto next = padded ? checked::add(expected, *padded) : std::nullopt;
+      const auto next = padded ? checked::add(t.offset, *padded) : std::nullopt;
       if (!next) {
         return make_error(ErrorCode::shape_overflow, offset_field, subject, "the data section size overflows");
       }

@@ -646,6 +646,38 @@ inline void check_option_monotonicity(Findings& out, std::span<const std::byte> 
   }
 }
 
+// Parsing that collects problems (gguf check's mode) agrees with the default: it accepts what the
+// default accepts, with no problems; what the default rejects it rejects or notes problems about.
+// The files it accepts in spite of problems stay safe to walk. Then gguf check itself: it always
+// returns, with an error for every input the default rejects, each finding complete.
+inline void check_collecting_problems(Findings& out, std::span<const std::byte> input, bool default_ok) {
+  std::vector<Error> problems;
+  OpenOptions options;
+  options.problems = &problems;
+  const auto f = GgufFile::parse(input, options);
+  if (default_ok) {
+    GGUFKIT_ROBUST_EXPECT(out, f.has_value() && problems.empty(), "collecting problems rejects or notes {} problems "
+                          "in a file the default accepts", problems.size());
+  } else {
+    GGUFKIT_ROBUST_EXPECT(out, !f || !problems.empty(), "a rejected file parses without problems when collecting");
+  }
+  for (const Error& e : problems) check_parse_error(out, e, input.size());
+  if (f) {
+    for (const TensorInfo& t : f->tensors()) {
+      const auto data = f->tensor_data(t);
+      GGUFKIT_ROBUST_EXPECT(out, data.empty() || within(data, input), "tensor data outside the input");
+      GGUFKIT_ROBUST_EXPECT(out, t.n_elements() >= 0, "negative element count");
+    }
+  }
+  const CheckReport report = check_bytes(input);
+  GGUFKIT_ROBUST_EXPECT(out, default_ok || report.count(Severity::error) > 0, "check finds no error in a rejected file");
+  for (const Finding& finding : report.findings) {
+    GGUFKIT_ROBUST_EXPECT(out, !finding.code.empty() && !finding.message.empty(), "finding without code or message");
+    GGUFKIT_ROBUST_EXPECT(out, !finding.offset || *finding.offset <= input.size(), "finding {} at offset {} past the end",
+                          finding.code, *finding.offset);
+  }
+}
+
 // Parses `input` and exercises the result or checks the error. The one entry point of the fuzzer.
 inline void parse_and_exercise(Findings& out, std::span<const std::byte> input) {
   const auto f = GgufFile::parse(input);
@@ -655,6 +687,7 @@ inline void parse_and_exercise(Findings& out, std::span<const std::byte> input) 
     check_parse_error(out, f.error(), input.size());
   }
   check_option_monotonicity(out, input, f.has_value());
+  check_collecting_problems(out, input, f.has_value());
 }
 
 }  // namespace ggufkit::robust

@@ -21,6 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace t = ggufkit::test;
+// Inputs up to this size also go through gguf check (check_bytes) after every mutation.
+constexpr size_t kCheckedInputBytes = size_t{1} << 20;
 using namespace ggufkit;
 using namespace ggufkit::robust;
 
@@ -87,6 +89,8 @@ class Checker {
       check_parse_error(findings, parsed.error(), input.size());
     }
     check_option_monotonicity(findings, input, parsed.has_value());
+    // gguf check's mode too, on the inputs small enough to run its passes thousands of times.
+    if (input.size() <= kCheckedInputBytes) check_collecting_problems(findings, input, parsed.has_value());
     if (!findings.ok()) {
       ++failures_;
       if (failures_ <= 5) {
