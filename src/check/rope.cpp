@@ -176,6 +176,7 @@ void check_rope(const ModelUnderCheck& model, Findings& out) {
   check_freq_base(keys, "rope.freq_base", out);
   check_freq_base(keys, "rope.freq_base_swa", out);
   check_scaling(keys, out);
+  float32_key(keys, "rope.scaling.attn_factor", out);  // only its type: llama.cpp reads it as float32
   check_dimension_count(keys, out);
 }
 

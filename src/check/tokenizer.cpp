@@ -368,9 +368,13 @@ void check_special_tokens(const ModelUnderCheck& model, uint64_t n_tokens, Findi
 }
 
 // token_embd.weight and output.weight need exactly one row (ne[1]) per token: llama.cpp
-// creates them as {n_embd, n_tokens} and refuses any other shape.
+// creates them as {n_embd, n_tokens} and refuses any other shape. Except where it sizes them
+// otherwise: the draft models (eagle3, dflash) by their draft vocabulary, qwen3vl's output.
 void check_vocab_against_tensors(const ModelUnderCheck& model, uint64_t n_tokens, Findings& out) {
+  const auto arch = model.meta().architecture().value_or("");
+  if (arch == "eagle3" || arch == "dflash") return;
   for (const std::string_view name : {std::string_view("token_embd.weight"), std::string_view("output.weight")}) {
+    if (arch == "qwen3vl" && name == "output.weight") continue;
     const TensorInfo* tensor = model.find_tensor(name);
     if (!tensor || tensor->n_dims < 2 || tensor->ne[1] < 0) continue;
     const auto rows = static_cast<uint64_t>(tensor->ne[1]);

@@ -174,6 +174,14 @@ TEST(CheckRope, NonPositiveFreqBaseIsAnError) {
   EXPECT_EQ(f.subject, "llama.rope.freq_base_swa");
 }
 
+TEST(CheckRope, AttnFactorAsFloat64IsAnError) {
+  auto b = model();
+  set(b, "llama.rope.scaling.attn_factor", MetadataValue::of(1.0f));
+  expect_none(check_model(b), kRope);
+  set(b, "llama.rope.scaling.attn_factor", MetadataValue::of(1.0));
+  expect_single(check_model(b), kRope, "rope.wrong_type", Severity::error);
+}
+
 TEST(CheckRope, FreqBaseAsFloat64IsAnError) {
   auto b = model();
   set(b, "llama.rope.freq_base", MetadataValue::of(10000.0));
