@@ -111,7 +111,8 @@ std::map<std::string_view, LoraPair> collect_pairs(const ModelUnderCheck& adapte
       pairs[name.substr(0, name.size() - kLoraBSuffix.size())].b = t;
     } else if (name.ends_with("_norm.weight")) {
       out.info("lora.ignored_tensor", name, t->info_offset,
-               "llama.cpp ignores norm tensors in LoRA adapters (most adapters work without them)");
+               "llama.cpp ignores norm tensors in LoRA adapters; most adapters work without them, but if this one "
+               "was trained with its norms, its output under llama.cpp will differ from the original");
     } else {
       out.error("lora.unexpected_tensor", name, t->info_offset,
                 fmt::format("'{}' is neither a .lora_a nor a .lora_b tensor; llama.cpp refuses an adapter with "

@@ -1,6 +1,10 @@
 // gguf check's tokenizer pass on small files built with GgufBuilder: a correct SentencePiece
 // and a correct BPE vocabulary pass; each test breaks one thing and expects exactly its finding.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
 
 #include "ggufkit/reader.h"
 #include "tokenizer_rope_lora_fixtures.h"
@@ -320,6 +324,27 @@ TEST(CheckTokenizer, BaseModelNamesNeedNoTemplate) {
     set(b, "general.name", MetadataValue::string(name));
     expect_none(check_model(b), kTok);
   }
+}
+
+TEST(CheckTokenizer, VocabularyOf262kTokensIsCheckedQuickly) {
+  // Gemma 3's vocabulary size; timed for the record, correctness asserted.
+  auto v = spm_vocab(262144 - 259);
+  GgufBuilder b;
+  test::add_llama_hparams(b);
+  set(b, "tokenizer.ggml.model", MetadataValue::string("llama"));
+  test::set_vocab(b, v);
+  const auto path = test::write_model(b);
+  const auto start = std::chrono::steady_clock::now();
+  const auto report = check_file(path);
+  const auto elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+  std::printf("check_file on a %zu-token vocabulary: %.1f ms\n", v.tokens.size(), elapsed.count());
+  ASSERT_TRUE(report);
+  expect_none(*report, kTok);
+  // The same vocabulary with its last token repeating its first word is caught.
+  v.tokens.back() = v.tokens[259];
+  set(b, "tokenizer.ggml.tokens", strings(v.tokens));
+  const Finding f = expect_single(check_model(b), kTok, "tokenizer.duplicate_token", Severity::error);
+  EXPECT_NE(f.message.find(fmt::format("ids 259 and {}", v.tokens.size() - 1)), std::string::npos) << f.message;
 }
 
 TEST(CheckTokenizer, AdapterHasNoTokenizerFindings) {
