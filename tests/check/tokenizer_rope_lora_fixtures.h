@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,10 +104,23 @@ inline GgufBuilder bpe_model() {
   return b;
 }
 
-// Writes the builder to a fresh file named after the running test.
+// The directories write_model made (one per test), removed when the test program ends.
+struct TempDirs {
+  std::map<std::string, std::filesystem::path> by_test;
+  ~TempDirs() {
+    std::error_code ignored;
+    for (const auto& [test, dir] : by_test) std::filesystem::remove_all(dir, ignored);
+  }
+};
+inline TempDirs temp_dirs;
+
+// Writes the builder to a file in the running test's own directory.
 inline std::filesystem::path write_model(const GgufBuilder& b, const std::string& suffix = "model") {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const auto dir = temp_dir(std::string("check-") + info->test_suite_name() + "-" + info->name());
+  const auto name = std::string("check-") + info->test_suite_name() + "-" + info->name();
+  auto [it, is_new] = temp_dirs.by_test.try_emplace(name);
+  if (is_new) it->second = temp_dir(name);
+  const auto& dir = it->second;
   const auto path = dir / (suffix + ".gguf");
   WriteOptions options;
   options.sync = false;
