@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <bitset>
 #include <cctype>
 #include <functional>
@@ -251,6 +252,42 @@ std::optional<ArrayView> check_parallel_array(const ModelUnderCheck& model, std:
   return array;
 }
 
+// The first id of each token text: an open-addressing table of 8-byte slots (id and 32 bits of
+// the hash) over the texts by id, both sized once for the whole vocabulary.
+class TextIndex {
+ public:
+  explicit TextIndex(uint64_t n_tokens)
+      : slots_(std::bit_ceil(static_cast<size_t>(n_tokens) + static_cast<size_t>(n_tokens) / 2 + 1)) {
+    texts_.reserve(static_cast<size_t>(n_tokens));
+  }
+
+  // The id of an earlier token with this text; otherwise records this one and returns nullopt.
+  // Ids must be given in increasing order, each once.
+  std::optional<uint32_t> insert(std::string_view text, uint32_t id) {
+    texts_.resize(size_t{id} + 1);
+    texts_[id] = text;
+    const size_t hash = std::hash<std::string_view>{}(text);
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.id_plus_one == 0) {
+        slot = Slot{id + 1, tag};
+        return std::nullopt;
+      }
+      if (slot.tag == tag && texts_[slot.id_plus_one - 1] == text) return slot.id_plus_one - 1;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint32_t id_plus_one = 0;  // 0: empty
+    uint32_t tag = 0;
+  };
+  std::vector<Slot> slots_;
+  std::vector<std::string_view> texts_;
+};
+
 // One pass over the tokens (and their types): empty tokens, invalid types, malformed byte
 // tokens, the byte tokens a SentencePiece vocabulary needs, and duplicates.
 void check_token_texts(const ModelUnderCheck& model, const KeyValue& tokens_kv, ArrayView tokens, std::optional<ArrayView> types,
@@ -261,16 +298,10 @@ void check_token_texts(const ModelUnderCheck& model, const KeyValue& tokens_kv, 
   int32_t first_bad_type_value = 0;
   std::string_view first_bad_byte_text;
   std::bitset<256> byte_tokens;
-  // For the duplicate search: sorting by a hash of the text is several times faster than sorting
-  // the texts themselves (vocabularies share long prefixes).
-  struct HashedToken {
-    size_t hash;
-    std::string_view text;
-    uint32_t id;
-  };
-  std::vector<HashedToken> by_hash;
-  by_hash.reserve(static_cast<size_t>(n_tokens));
-  const std::hash<std::string_view> hasher;
+  TextIndex first_with_text(n_tokens);
+  uint64_t duplicates = 0;
+  std::optional<std::pair<uint32_t, uint32_t>> first_duplicate;
+  std::string_view first_duplicate_text;
 
   const std::byte* type_bytes = types ? types->payload().data() : nullptr;
   uint32_t id = 0;
@@ -280,7 +311,14 @@ void check_token_texts(const ModelUnderCheck& model, const KeyValue& tokens_kv, 
       if (!first_empty) first_empty = id;
       ++empty;
     } else {
-      by_hash.push_back(HashedToken{hasher(text), text, id});
+      // llama.cpp maps text -> id and asserts that the map has one entry per token: a duplicate aborts it.
+      if (const auto earlier = first_with_text.insert(text, id)) {
+        if (!first_duplicate) {
+          first_duplicate.emplace(*earlier, id);
+          first_duplicate_text = text;
+        }
+        ++duplicates;
+      }
     }
     if (type < 0 || type >= kTokenTypeLimit) {
       if (!first_bad_type) {
@@ -331,30 +369,6 @@ void check_token_texts(const ModelUnderCheck& model, const KeyValue& tokens_kv, 
                             byte_tokens.count(), first_missing));
   }
 
-  // llama.cpp maps text -> id and asserts that the map has one entry per token: a duplicate aborts it.
-  std::sort(by_hash.begin(), by_hash.end(), [](const HashedToken& x, const HashedToken& y) {
-    return x.hash != y.hash ? x.hash < y.hash : x.id < y.id;
-  });
-  uint64_t duplicates = 0;
-  std::optional<std::pair<uint32_t, uint32_t>> first_duplicate;
-  std::string_view first_duplicate_text;
-  for (size_t run = 0; run < by_hash.size();) {
-    size_t run_end = run + 1;
-    while (run_end < by_hash.size() && by_hash[run_end].hash == by_hash[run].hash) ++run_end;
-    // Within a run of equal hashes (almost always one token), a token whose text an earlier one has.
-    for (size_t i = run + 1; i < run_end; ++i) {
-      for (size_t j = run; j < i; ++j) {
-        if (by_hash[j].text != by_hash[i].text) continue;
-        if (!first_duplicate) {
-          first_duplicate.emplace(by_hash[j].id, by_hash[i].id);
-          first_duplicate_text = by_hash[i].text;
-        }
-        ++duplicates;
-        break;
-      }
-    }
-    run = run_end;
-  }
   if (duplicates != 0) {
     out.error("tokenizer.duplicate_token", tokens_kv.key, tokens_kv.offset,
               fmt::format("{} tokens repeat the text of an earlier token (ids {} and {} are both {}); llama.cpp "

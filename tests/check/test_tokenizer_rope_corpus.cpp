@@ -62,14 +62,19 @@ TEST(CheckTokenizerRopeCorpus, TokenizerPassOnTheLargestVocabulary) {
   model.metadata = &*file;
   for (const TensorInfo& t : file->tensors()) model.tensors.push_back(&t);
 
-  check::Findings findings;
-  const auto start = std::chrono::steady_clock::now();
-  check::check_tokenizer(model, findings);
-  const auto elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+  // The best of five runs: the machine is shared.
+  double best_ms = 0;
+  for (int run = 0; run < 5; ++run) {
+    check::Findings findings;
+    const auto start = std::chrono::steady_clock::now();
+    check::check_tokenizer(model, findings);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    best_ms = run == 0 ? ms : std::min(best_ms, ms);
+    for (const Finding& f : findings.all()) EXPECT_NE(f.severity, Severity::error) << f.describe();
+  }
   const auto tokens = file->get("tokenizer.ggml.tokens")->as_array()->size();
-  std::printf("tokenizer pass on %s (%llu tokens): %.1f ms\n", largest.filename().c_str(),
-              static_cast<unsigned long long>(tokens), elapsed.count());
-  for (const Finding& f : findings.all()) EXPECT_NE(f.severity, Severity::error) << f.describe();
+  std::printf("tokenizer pass on %s (%llu tokens): %.1f ms (best of 5)\n", largest.filename().c_str(),
+              static_cast<unsigned long long>(tokens), best_ms);
 }
 
 }  // namespace
