@@ -290,8 +290,8 @@ class TextIndex {
 
 // One pass over the tokens (and their types): empty tokens, invalid types, malformed byte
 // tokens, the byte tokens a SentencePiece vocabulary needs, and duplicates.
-void check_token_texts(const ModelUnderCheck& model, const KeyValue& tokens_kv, ArrayView tokens, std::optional<ArrayView> types,
-                       std::string_view tokenizer_model, Findings& out) {
+void check_token_texts(const ModelUnderCheck& model, const KeyValue& tokens_kv, ArrayView tokens,
+                       std::optional<ArrayView> types, std::string_view tokenizer_model, Findings& out) {
   const uint64_t n_tokens = tokens.size();
   uint64_t empty = 0, bad_type = 0, bad_byte = 0;
   std::optional<uint64_t> first_empty, first_bad_type, first_bad_byte;

@@ -35,7 +35,9 @@ GgufBuilder scaled(std::string_view type, float factor, uint32_t original, uint3
 
 TEST(CheckRope, ConsistentModelHasNoFindings) {
   expect_none(check_model(model()), kRope);
-  for (const std::string type : {"none", "linear", "yarn"}) expect_none(check_model(scaled(type, 4.0f, 2048, 8192)), kRope);
+  for (const std::string type : {"none", "linear", "yarn"}) {
+    expect_none(check_model(scaled(type, 4.0f, 2048, 8192)), kRope);
+  }
 }
 
 TEST(CheckRope, FileWithoutRopeKeysHasNoFindings) {
