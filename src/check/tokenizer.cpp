@@ -2,8 +2,8 @@
 // checked for the cases where it throws, aborts, or silently falls back to something else.
 //
 // Stays fast on 262k-token vocabularies: tokens are read through the lazy string views, token
-// types straight from the array's bytes, and nothing is allocated per token except one
-// (text, id) pair for the duplicate search.
+// types straight from the array's bytes, and nothing is allocated per token: the duplicate
+// search uses two arrays sized once for the whole vocabulary.
 #include <fmt/format.h>
 
 #include <algorithm>
