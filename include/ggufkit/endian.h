@@ -39,11 +39,6 @@ struct BlockSwapLayout {
   std::span<const SwapField> fields;  // empty for types made of single bytes (i8, mxfp4, nvfp4)
 };
 
-// Succeeds for a file in the host's byte order; otherwise a big_endian error naming `operation`
-// and telling to run convert-endian first. For the operations that copy tensor bytes verbatim
-// next to a header written in the host's order (edit, split, merge, quantize, extract, diff --data).
-Expected<void> require_native_order(const GgufFile& file, std::string_view operation);
-
 // nullopt when the type's byte layout is not known (iq2_xxs, removed or unknown ids).
 std::optional<BlockSwapLayout> block_swap_layout(TensorType type);
 inline bool byte_order_known(TensorType type) { return block_swap_layout(type).has_value(); }

@@ -45,6 +45,9 @@ struct TensorPlan {
 struct QuantizePlan {
   std::vector<TensorPlan> tensors;  // in the order they are written (llama.cpp's order)
   uint64_t tensor_bytes = 0;         // the output's tensor data, padding included
+  // The input's byte order, and so the output's: converted tensors are read swapped to the host's
+  // order and written swapped back, copied tensors keep their bytes.
+  ByteOrder byte_order = ByteOrder::little;
 };
 
 // The ggml type a llama_ftype quantizes to by default (llama.cpp's table); nullopt for removed

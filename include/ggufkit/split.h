@@ -111,6 +111,9 @@ class SplitModel {
   std::span<const ModelTensor> tensors() const { return tensors_; }
   const ModelTensor* find_tensor(std::string_view name) const;
   const GgufFile& shard_of(const ModelTensor& t) const { return shards_[t.shard]; }
+  // The shards' byte order. Shards of different orders are an error (invalid_argument): their
+  // tensor bytes cannot be copied verbatim into one file.
+  Expected<ByteOrder> byte_order() const;
   // Sum of the tensors' sizes (without padding) and of the files' sizes.
   uint64_t tensor_bytes() const;
   uint64_t file_bytes() const;
@@ -124,12 +127,15 @@ class SplitModel {
 };
 
 // The merged file's content: the first shard's metadata without the split.* keys, its version
-// and header padding choice, then every tensor in model order (views of the shards' data).
+// and header padding choice, then every tensor in model order (views of the shards' data, copied
+// verbatim: the merged file is written in the shards' byte order, and shards of mixed orders are
+// refused).
 // merge(split(X)) reproduces X byte for byte when X had no split.* keys and was laid out as
 // llama.cpp writes files (see rewrite_file).
 Expected<GgufBuilder> merge_builder(const SplitModel& model);
 
-// Writes the merged model to `out`, atomically. Refuses when `out` is one of the model's files.
+// Writes the merged model to `out`, atomically, in the shards' byte order (whatever
+// options.byte_order says). Refuses when `out` is one of the model's files.
 Expected<void> write_merged(const SplitModel& model, const std::filesystem::path& out, const WriteOptions& options = {});
 
 }  // namespace ggufkit

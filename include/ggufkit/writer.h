@@ -113,6 +113,10 @@ class GgufBuilder {
   WriteOptions suggested_;
 };
 
+// Appends a value's encoding in byte order `order`: every ValueView holds a little-endian encoding
+// (a big-endian file's values are read through a swapped copy), so a big-endian one is swapped.
+void append_value_encoding(std::vector<std::byte>& out, const ValueView& value, ByteOrder order);
+
 // Writes `file` back out, atomically; `sync` fsyncs before the rename. Files laid out the way
 // llama.cpp's and gguf-py's writers lay them out (zero padding after every tensor) come back byte for
 // byte. Other files llama.cpp accepts come back normalised: padding zeroed, the last tensor padded,

@@ -26,7 +26,8 @@ bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
 // file, or from every shard of a split model).
 struct SideTensor {
   const TensorInfo* info = nullptr;
-  std::span<const std::byte> data;
+  std::span<const std::byte> data;  // as stored
+  bool swap = false;                // stored in the other byte order than the host's
   std::string_view name() const { return info->name; }
 };
 struct Side {
@@ -49,7 +50,8 @@ struct Side {
 Side side_of(const GgufFile& f) {
   Side s;
   s.meta = &f;
-  for (const TensorInfo& t : f.tensors()) s.tensors.push_back({&t, f.tensor_data(t)});
+  const bool swap = f.byte_order() != native_byte_order();
+  for (const TensorInfo& t : f.tensors()) s.tensors.push_back({&t, f.tensor_data(t), swap});
   return s;
 }
 
@@ -58,7 +60,9 @@ Side side_of(const SplitModel& m) {
   s.meta = &m.metadata_file();
   s.split_keys_are_layout = true;
   s.shards = static_cast<uint32_t>(m.shards().size());
-  for (const ModelTensor& t : m.tensors()) s.tensors.push_back({t.info, t.data});
+  for (const ModelTensor& t : m.tensors()) {
+    s.tensors.push_back({t.info, t.data, m.shard_of(t).byte_order() != native_byte_order()});
+  }
   return s;
 }
 
@@ -224,12 +228,11 @@ Expected<ValueStats> compare_tensor_values(const SideTensor& sa, const SideTenso
   const uint64_t unit = std::lcm(uint64_t{ra.block_size}, uint64_t{rb.block_size});
   const uint64_t segment = std::max<uint64_t>(1, (options.segment_elements + unit - 1) / unit) * unit;
   const uint64_t segments = (total + segment - 1) / segment;
-  const auto bytes_a = sa.data;
-  const auto bytes_b = sb.data;
 
   constexpr uint64_t kGroup = 1024;  // segments whose partials are held at once
   const unsigned workers = static_cast<unsigned>(std::min<uint64_t>(thread_count(options.threads), std::max<uint64_t>(1, std::min(segments, kGroup))));
   std::vector<std::vector<float>> buf_a(workers), buf_b(workers);
+  std::vector<std::vector<std::byte>> native_a(workers), native_b(workers);  // swapped slices
   std::vector<Partial> partials;
   std::mutex error_mutex;
   std::optional<Error> error;
@@ -251,12 +254,22 @@ Expected<ValueStats> compare_tensor_values(const SideTensor& sa, const SideTenso
           return bytes.subspan(static_cast<size_t>(begin / t.block_size * t.block_bytes),
                                static_cast<size_t>(count / t.block_size * t.block_bytes));
         };
-        auto ea = dequantize(ta.type, slice(bytes_a, ra), std::span<float>(xa.data(), static_cast<size_t>(count)));
-        auto eb = ea ? dequantize(tb.type, slice(bytes_b, rb), std::span<float>(xb.data(), static_cast<size_t>(count)))
-                     : Expected<void>();
-        if (!ea || !eb) {
+        // Each slice in the host's byte order (the stored bytes, or a swapped copy), then as floats.
+        const auto to_floats = [&](const SideTensor& side, TensorType type, const TypeTraits& traits,
+                                   std::vector<std::byte>& copy, std::vector<float>& out) -> Expected<void> {
+          std::span<const std::byte> bytes = slice(side.data, traits);
+          if (side.swap) {
+            copy.assign(bytes.begin(), bytes.end());
+            if (auto r = swap_tensor_data(type, copy); !r) return r;
+            bytes = copy;
+          }
+          return dequantize(type, bytes, std::span<float>(out.data(), static_cast<size_t>(count)));
+        };
+        auto e = to_floats(sa, ta.type, ra, native_a[w], xa);
+        if (e) e = to_floats(sb, tb.type, rb, native_b[w], xb);
+        if (!e) {
           const std::lock_guard lock(error_mutex);
-          if (!error) error = !ea ? ea.error() : eb.error();
+          if (!error) error = e.error();
           return;
         }
         partials[static_cast<size_t>(s - group)].add(xa.data(), xb.data(), static_cast<size_t>(count));
@@ -280,6 +293,29 @@ Expected<ValueStats> compare_tensor_values(const SideTensor& sa, const SideTenso
 
 std::string cannot_dequantize(TensorType type) {
   return fmt::format("{} values cannot be converted to float32", type_name(type));
+}
+
+std::string cannot_swap(TensorType type) {
+  return fmt::format("the byte layout of {} blocks is not known: the big-endian data cannot be read", type_name(type));
+}
+
+// Whether two tensors of one type and shape hold the same bytes once both are in the host's byte
+// order. Tensors in the same order compare as stored; otherwise a chunk of each at a time is
+// swapped (the caller made sure the type's layout is known).
+bool same_native_bytes(const SideTensor& a, const SideTensor& b) {
+  if (a.swap == b.swap) return same_bytes(a.data, b.data);
+  if (a.data.size() != b.data.size()) return false;
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::vector<std::byte> ca(std::min(kChunk, a.data.size())), cb(ca.size());
+  for (uint64_t at = 0; at < a.data.size(); at += ca.size()) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(ca.size(), a.data.size() - at));
+    const std::span<std::byte> xa(ca.data(), n), xb(cb.data(), n);
+    if (!copy_tensor_bytes(a.info->type, a.data, at, xa, a.swap) || !copy_tensor_bytes(b.info->type, b.data, at, xb, b.swap)) {
+      return false;
+    }
+    if (std::memcmp(xa.data(), xb.data(), n) != 0) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -444,7 +480,10 @@ Expected<DiffResult> diff_sides(Side& a, Side& b, const DiffOptions& options) {
     const TensorInfo* x = ta.info;
     const TensorInfo* y = tb.info;
     ++r.counts.data_compared;
-    if (x->type == y->type && same_bytes(ta.data, tb.data)) {
+    // Data in another byte order than the host's is read swapped: its layout must be known.
+    const bool readable_a = !ta.swap || byte_order_known(x->type);
+    const bool readable_b = !tb.swap || byte_order_known(y->type);
+    if (x->type == y->type && (ta.swap == tb.swap || (readable_a && readable_b)) && same_native_bytes(ta, tb)) {
       ++r.counts.data_bytes_equal;
     } else {
       DataDiff d;
@@ -455,6 +494,10 @@ Expected<DiffResult> diff_sides(Side& a, Side& b, const DiffOptions& options) {
         d.note = cannot_dequantize(x->type);
       } else if (!quant_capabilities(y->type).dequantize) {
         d.note = cannot_dequantize(y->type);
+      } else if (!readable_a) {
+        d.note = cannot_swap(x->type);
+      } else if (!readable_b) {
+        d.note = cannot_swap(y->type);
       } else {
         auto stats = compare_tensor_values(ta, tb, options);
         if (!stats) return std::move(stats).error();
@@ -470,21 +513,12 @@ Expected<DiffResult> diff_sides(Side& a, Side& b, const DiffOptions& options) {
 }  // namespace
 
 Expected<DiffResult> diff_files(const GgufFile& a, const GgufFile& b, const DiffOptions& options) {
-  if (options.data) {
-    // Tensor bytes are compared and dequantized as stored.
-    if (auto r = require_native_order(a, "diff --data"); !r) return std::move(r).error();
-    if (auto r = require_native_order(b, "diff --data"); !r) return std::move(r).error();
-  }
   Side sa = side_of(a);
   Side sb = side_of(b);
   return diff_sides(sa, sb, options);
 }
 
 Expected<DiffResult> diff_models(const SplitModel& a, const SplitModel& b, const DiffOptions& options) {
-  if (options.data) {
-    if (auto r = require_native_order(a.metadata_file(), "diff --data"); !r) return std::move(r).error();
-    if (auto r = require_native_order(b.metadata_file(), "diff --data"); !r) return std::move(r).error();
-  }
   Side sa = side_of(a);
   Side sb = side_of(b);
   return diff_sides(sa, sb, options);

@@ -34,10 +34,13 @@ struct Entry {
   std::shared_ptr<MetadataValue> owned;
 };
 
+// An integer of the header in the file's byte order.
 template <class T>
-void put(std::vector<std::byte>& out, T v) {
+void put(std::vector<std::byte>& out, T v, ByteOrder order) {
   const auto* p = reinterpret_cast<const std::byte*>(&v);
+  const size_t at = out.size();
   out.insert(out.end(), p, p + sizeof(T));
+  if (order != native_byte_order()) std::reverse(out.begin() + static_cast<ptrdiff_t>(at), out.end());
 }
 
 uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
@@ -78,8 +81,6 @@ std::string_view edit_mode_name(EditMode mode) {
 
 Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const MetadataChange> changes,
                                       const EditOptions& options) {
-  // The new header is written in the host's order next to tensor infos copied verbatim.
-  if (auto r = require_native_order(file, "editing metadata"); !r) return std::move(r).error();
   std::vector<Entry> entries;
   entries.reserve(file.metadata().size() + changes.size());
   for (const KeyValue& kv : file.metadata()) {
@@ -162,19 +163,21 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
   auto alignment = alignment_of(entries);
   if (!alignment) return std::move(alignment).error();
 
-  // The new header: the same prefix layout, the new key/value records, the tensor infos verbatim.
+  // The new header: the same prefix layout, the new key/value records, the tensor infos verbatim,
+  // all in the file's byte order (the infos are copied from the file as stored).
+  const ByteOrder order = file.byte_order();
   std::vector<std::byte>& h = plan.header;
   const auto magic = std::as_bytes(std::span(kGgufMagic));
   h.insert(h.end(), magic.begin(), magic.end());
-  put<uint32_t>(h, file.version());
-  put<uint64_t>(h, file.tensors().size());
-  put<uint64_t>(h, entries.size());
+  put<uint32_t>(h, file.version(), order);
+  put<uint64_t>(h, file.tensors().size(), order);
+  put<uint64_t>(h, entries.size(), order);
   for (const Entry& e : entries) {
-    put<uint64_t>(h, e.key.size());
+    put<uint64_t>(h, e.key.size(), order);
     const auto key = std::as_bytes(std::span(e.key));
     h.insert(h.end(), key.begin(), key.end());
-    put<uint32_t>(h, static_cast<uint32_t>(e.type));
-    h.insert(h.end(), e.encoded.begin(), e.encoded.end());
+    put<uint32_t>(h, static_cast<uint32_t>(e.type), order);
+    append_value_encoding(h, ValueView(e.type, e.encoded), order);
   }
   const auto bytes = file.bytes();
   if (!file.tensors().empty()) {

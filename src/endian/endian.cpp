@@ -235,12 +235,4 @@ Expected<void> convert_endian(const GgufFile& in, const std::filesystem::path& o
   return builder.write_file(out, write_options);
 }
 
-Expected<void> require_native_order(const GgufFile& file, std::string_view operation) {
-  if (file.byte_order() == native_byte_order()) return {};
-  return make_error(ErrorCode::big_endian, 4, {},
-                    fmt::format("{} needs a file in the host's byte order: this one is {}-endian (convert it with "
-                                "gguf convert-endian first)",
-                                operation, byte_order_name(file.byte_order())));
-}
-
 }  // namespace ggufkit

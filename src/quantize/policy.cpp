@@ -164,19 +164,22 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
 }  // namespace
 
 Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options) {
-  if (auto r = require_native_order(input, "quantize"); !r) return std::move(r).error();
   std::vector<SourceTensor> tensors;
   for (const TensorInfo& t : input.tensors()) tensors.push_back({&t, input.tensor_data(t)});
-  return plan_tensors(input, tensors, options);
+  auto plan = plan_tensors(input, tensors, options);
+  if (plan) plan->byte_order = input.byte_order();
+  return plan;
 }
 
 Expected<QuantizePlan> plan_quantize(const SplitModel& input, const QuantizeOptions& options) {
-  for (const GgufFile& shard : input.shards()) {
-    if (auto r = require_native_order(shard, "quantize"); !r) return std::move(r).error();
-  }
+  // Copied tensors keep their bytes: every shard must be in the output's byte order.
+  const auto order = input.byte_order();
+  if (!order) return order.error();
   std::vector<SourceTensor> tensors;
   for (const ModelTensor& t : input.tensors()) tensors.push_back({t.info, t.data});
-  return plan_tensors(input.metadata_file(), tensors, options);
+  auto plan = plan_tensors(input.metadata_file(), tensors, options);
+  if (plan) plan->byte_order = *order;
+  return plan;
 }
 
 }  // namespace ggufkit

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ggufkit/conventions.h"
+#include "ggufkit/endian.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/writer.h"
 #include "quant/thread_pool.h"
@@ -42,6 +43,9 @@ struct Conversion {
   TensorType from = TensorType::F32, to = TensorType::F32;
   int64_t n_per_row = 0;
   uint64_t src_row = 0, dst_row = 0;  // bytes per row
+  // The file is not in the host's byte order: source rows are swapped in before widening, and the
+  // quantized blocks swapped back to the file's order.
+  bool swap = false;
 };
 
 // Widens rows of `c` to float32 and quantizes them, at most kValuesPerTask values at a time through a
@@ -52,8 +56,14 @@ Expected<void> convert_some_rows(const Conversion& c, int64_t first, int64_t row
   const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / c.n_per_row);
   for (int64_t done = 0; done < rows; done += rows_per_task) {
     const auto n = static_cast<size_t>(std::min(rows_per_task, rows - done));
-    const auto src = c.source.subspan(static_cast<size_t>(first + done) * c.src_row, n * c.src_row);
+    auto src = c.source.subspan(static_cast<size_t>(first + done) * c.src_row, n * c.src_row);
     const auto dst = out.subspan(static_cast<size_t>(done) * c.dst_row, n * c.dst_row);
+    if (c.swap) {
+      thread_local std::vector<std::byte> native;  // the rows in the host's order
+      native.assign(src.begin(), src.end());
+      if (auto r = swap_tensor_data(c.from, native); !r) return r;
+      src = native;
+    }
     const size_t values = n * static_cast<size_t>(c.n_per_row);
     std::span<const float> floats;
     if (c.from == TensorType::F32 && reinterpret_cast<uintptr_t>(src.data()) % alignof(float) == 0) {
@@ -68,6 +78,9 @@ Expected<void> convert_some_rows(const Conversion& c, int64_t first, int64_t row
       floats = buffer;
     }
     if (auto r = quantize(c.to, floats, dst, c.n_per_row, {}, Threads{1}); !r) return r;
+    if (c.swap) {
+      if (auto r = swap_tensor_data(c.to, dst); !r) return r;
+    }
   }
   return {};
 }
@@ -280,15 +293,23 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
       return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
                         fmt::format("ggufkit cannot quantize to {} yet", type_name(p.target)));
     }
+    const bool swap = plan->byte_order != native_byte_order();
+    if (swap && !byte_order_known(p.target)) {
+      return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
+                        fmt::format("the input is {}-endian and {} blocks have no defined {}-endian layout",
+                                    byte_order_name(plan->byte_order), type_name(p.target),
+                                    byte_order_name(plan->byte_order)));
+    }
     const int64_t n_per_row = t.ne[0];
     const size_t index = stream.add({p.data, t.type, p.target, n_per_row, *row_size(t.type, n_per_row),
-                                     *row_size(p.target, n_per_row)});
+                                     *row_size(p.target, n_per_row), swap});
     ConversionStream* s = &stream;
     auto producer = [s, index](uint64_t offset, std::span<std::byte> chunk) { return s->read(index, offset, chunk); };
     if (auto r = b.add_tensor(t.name, p.target, t.shape(), TensorProducer(producer)); !r) return r;
   }
   stream.start();
   WriteOptions write_options;
+  write_options.byte_order = plan->byte_order;  // a big-endian model's users run on big-endian hosts
   write_options.progress = options.progress;
   write_options.sync = options.sync;
   return b.write_file(output, write_options);

@@ -132,7 +132,6 @@ Expected<std::vector<size_t>> plan_shard_starts(std::span<const uint64_t> tensor
 }
 
 Expected<SplitPlan> plan_split(const GgufFile& input, std::string_view prefix, const SplitLimits& limits) {
-  if (auto r = require_native_order(input, "split"); !r) return std::move(r).error();
   const auto tensors = input.tensors();
   if (tensors.size() > static_cast<size_t>(INT32_MAX)) {
     return split_error({}, "split.tensors.count is an int32; the file has too many tensors");
@@ -158,6 +157,7 @@ Expected<SplitPlan> plan_split(const GgufFile& input, std::string_view prefix, c
     if (!b) return std::move(b).error();
     WriteOptions options;
     options.pad_header_without_tensors = pads_header_without_tensors(input);
+    options.byte_order = input.byte_order();
     plan.shards[i].file_bytes = b->file_bytes(options);
   }
   return plan;
@@ -200,6 +200,8 @@ Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const S
   WriteOptions write_options;
   write_options.sync = options.sync;
   write_options.pad_header_without_tensors = pads_header_without_tensors(input);
+  // Shard headers in the input's byte order: the tensor bytes are copied as stored.
+  write_options.byte_order = input.byte_order();
   std::vector<std::string> written;
   const auto undo = [&] {
     for (const std::string& p : written) std::filesystem::remove(p, ec);
@@ -323,6 +325,19 @@ const ModelTensor* SplitModel::find_tensor(std::string_view name) const {
   return &tensors_[*it];
 }
 
+Expected<ByteOrder> SplitModel::byte_order() const {
+  const ByteOrder first = shards_.front().byte_order();
+  for (size_t i = 1; i < shards_.size(); ++i) {
+    if (shards_[i].byte_order() != first) {
+      return split_error({}, fmt::format("{} is {}-endian but {} is {}-endian: shards of mixed byte order cannot be "
+                                         "read as one model (convert one with gguf convert-endian)",
+                                         paths_[i].string(), byte_order_name(shards_[i].byte_order()),
+                                         paths_.front().string(), byte_order_name(first)));
+    }
+  }
+  return first;
+}
+
 uint64_t SplitModel::tensor_bytes() const {
   uint64_t total = 0;
   for (const GgufFile& f : shards_) total += f.tensor_bytes();
@@ -337,7 +352,8 @@ uint64_t SplitModel::file_bytes() const {
 
 Expected<GgufBuilder> merge_builder(const SplitModel& model) {
   const GgufFile& head = model.metadata_file();
-  if (auto r = require_native_order(head, "merge"); !r) return std::move(r).error();
+  // Tensor bytes are copied as stored: every shard must be in the same byte order.
+  if (auto order = model.byte_order(); !order) return std::move(order).error();
   GgufBuilder b;
   if (auto r = b.set_version(head.version()); !r) return r.error();
   if (auto r = copy_metadata(head, b); !r) return r.error();
@@ -357,6 +373,7 @@ Expected<void> write_merged(const SplitModel& model, const std::filesystem::path
   auto b = merge_builder(model);
   if (!b) return std::move(b).error();
   WriteOptions o = options;
+  o.byte_order = model.metadata_file().byte_order();  // merge_builder checked every shard agrees
   if (model.tensors().empty()) o.pad_header_without_tensors = pads_header_without_tensors(model.metadata_file());
   return b->write_file(out, o);
 }

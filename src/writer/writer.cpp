@@ -319,6 +319,14 @@ Expected<void> GgufBuilder::write_file(const std::filesystem::path& path, const 
   return (*file)->commit(options.sync);
 }
 
+void append_value_encoding(std::vector<std::byte>& out, const ValueView& value, ByteOrder order) {
+  if (order == ByteOrder::big) {
+    put_value_swapped(out, value.type(), value.encoded());
+  } else {
+    put_bytes(out, value.encoded().data(), value.encoded().size());
+  }
+}
+
 Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path, bool sync) {
   const GgufBuilder b = GgufBuilder::from_file(file);
   WriteOptions options = b.suggested_options();

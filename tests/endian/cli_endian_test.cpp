@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "ggufkit/reader.h"
+#include "ggufkit/split.h"
 #include "test_support.h"
 
 namespace {
 
 using namespace ggufkit::test;
 namespace fs = std::filesystem;
+
 
 TEST(CliConvertEndian, BigAndBackIsTheSameFile) {
   const auto dir = temp_dir("cli-endian-round");
@@ -92,6 +94,67 @@ TEST(CliConvertEndian, ExtractReadsBigEndianTensorData) {
       EXPECT_GT(files, 5u);
     }
   }
+  fs::remove_all(dir);
+}
+
+// The verbs that write a file from an input write it in the input's byte order: the big-endian
+// file's result is the big-endian conversion of the little-endian file's.
+TEST(CliConvertEndian, SetSplitMergeQuantizeAndDiffWorkOnBigEndianFiles) {
+  const auto dir = temp_dir("cli-endian-verbs");
+  const std::string le = (dir / "le.gguf").string(), be = (dir / "be.gguf").string();
+  fs::copy_file(sample_model(), le);
+  ASSERT_EQ(run_gguf({"convert-endian", le, be, "--to", "big"}).exit_code, 0);
+  const auto big_of = [&](const std::string& path) {
+    const std::string out = (dir / "expected.gguf").string();
+    const CommandResult r = run_gguf({"convert-endian", path, out, "--to", "big"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_bytes(out);
+  };
+
+  // set (in place here, and a growing value that rewrites)
+  for (const std::vector<std::string>& edit : {std::vector<std::string>{"general.name", "renamed"},
+                                               {"test.long", std::string(3000, 'q')}}) {
+    for (const std::string& path : {le, be}) {
+      const CommandResult r = run_gguf({"set", path, edit[0], edit[1]});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    EXPECT_TRUE(big_of(le) == read_bytes(be)) << "set " << edit[0];
+  }
+  EXPECT_EQ(run_gguf({"get", be, "general.name"}).out, "renamed");  // strings print raw
+
+  // split: every shard; merge: the big-endian file again
+  for (const std::string& path : {le, be}) {
+    const CommandResult r = run_gguf({"split", path, (dir / (path == le ? "sle" : "sbe")).string(), "--max-tensors", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto input = ggufkit::GgufFile::open(le);
+  ASSERT_TRUE(input);
+  const auto shards = static_cast<uint32_t>((input->tensors().size() + 1) / 2);
+  const auto shard = [&](const char* prefix, uint32_t i) { return ggufkit::split_path((dir / prefix).string(), i, shards); };
+  for (uint32_t i = 0; i < shards; ++i) {
+    EXPECT_TRUE(big_of(shard("sle", i)) == read_bytes(shard("sbe", i))) << i;
+    auto f = ggufkit::GgufFile::open(shard("sbe", i));
+    ASSERT_TRUE(f) << f.error().describe();
+    EXPECT_EQ(f->byte_order(), ggufkit::ByteOrder::big);
+  }
+  EXPECT_GE(shards, 2u);
+  const std::string merged = (dir / "merged.gguf").string();
+  CommandResult r = run_gguf({"merge", shard("sbe", 0), merged});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(read_bytes(merged) == read_bytes(be));
+
+  // quantize
+  const std::string q_le = (dir / "q-le.gguf").string(), q_be = (dir / "q-be.gguf").string();
+  ASSERT_EQ(run_gguf({"quantize", le, q_le, "q8_0", "--pure", "--threads", "2"}).exit_code, 0);
+  r = run_gguf({"quantize", be, q_be, "q8_0", "--pure", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(big_of(q_le) == read_bytes(q_be));
+
+  // diff --data: the same data, exit 0
+  r = run_gguf({"diff", le, be, "--data"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_gguf({"diff", q_le, be, "--data"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   fs::remove_all(dir);
 }
 
