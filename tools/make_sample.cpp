@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -98,9 +99,14 @@ int main(int argc, char** argv) {
     types.push_back(6);  // byte
   }
   static const char* kPieces[] = {"a", "e", "i", "o", "u", "n", "s", "t", "r", "l", "th", "in", "er", "an", "on"};
+  // Every text once: llama.cpp aborts on a vocabulary where two ids share a text.
+  std::set<std::string> seen(tokens.begin(), tokens.end());
   for (size_t i = 0; tokens.size() < kVocab; ++i) {
     const std::string piece = std::string(kPieces[i % 15]) + (i >= 15 ? kPieces[(i / 15) % 15] : "");
-    tokens.push_back((i % 2 ? "\xE2\x96\x81" : "") + piece + (i >= 225 ? std::to_string(i) : ""));  // U+2581 word start
+    std::string token = (i % 2 ? "\xE2\x96\x81" : "") + piece + (i >= 225 ? std::to_string(i) : "");  // U+2581 word start
+    if (seen.contains(token)) token += std::to_string(i);
+    seen.insert(token);
+    tokens.push_back(std::move(token));
     types.push_back(1);  // normal
   }
   std::vector<float> scores(kVocab);

@@ -28,8 +28,9 @@ TEST(CheckCli, ExitCodesAndStrict) {
 
   // Warnings only: 0, or 1 under --strict.
   RawGguf warn;
-  warn.header(3, 0, 2);
+  warn.header(3, 0, 3);
   warn.kv_string("general.architecture", "test-arch");
+  warn.kv_string("tokenizer.ggml.model", "none");
   warn.kv_bool("some.flag", 7);
   const fs::path w = write_fixture(dir, "warn.gguf", warn);
   EXPECT_EQ(run_gguf({"check", w.string()}).exit_code, 0);

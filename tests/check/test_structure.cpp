@@ -34,8 +34,9 @@ std::string all_codes(const CheckReport& r) {
 // A well-formed file: architecture, two f32 tensors of 8 values, alignment 32, zero padding.
 RawGguf good_file(uint8_t padding_byte = 0) {
   RawGguf g;
-  g.header(3, 2, 1);
+  g.header(3, 2, 2);
   g.kv_string("general.architecture", "test-arch");
+  g.kv_string("tokenizer.ggml.model", "none");
   g.tensor_info("a.weight", {8}, tt::kF32, 0);
   g.tensor_info("b.weight", {8}, tt::kF32, 32);
   g.pad_to(32, padding_byte);
@@ -110,8 +111,9 @@ TEST(CheckStructure, AStructuralBreakStopsWithOneFinding) {
 
 TEST(CheckStructure, WhatTheReaderAcceptsButShouldNotGoUnnoticed) {
   RawGguf g;
-  g.header(3, 1, 4);
+  g.header(3, 1, 5);
   g.kv_string("general.architecture", "test-arch");
+  g.kv_string("tokenizer.ggml.model", "none");
   const uint64_t bool_at = g.size();
   g.kv_bool("some.flag", 2);
   const uint64_t utf8_at = g.size();
@@ -239,7 +241,9 @@ TEST(CheckStructure, MutatedFilesNeverStopTheCheck) {
       bytes[i] = std::byte{v};
       const CheckReport r = check_bytes(bytes);
       const bool strict_ok = GgufFile::parse(bytes).has_value();
-      if (!strict_ok) EXPECT_GT(r.count(Severity::error), 0u) << "byte " << i;
+      if (!strict_ok) {
+        EXPECT_GT(r.count(Severity::error), 0u) << "byte " << i;
+      }
       for (const Finding& f : r.findings) {
         EXPECT_FALSE(f.code.empty());
         EXPECT_FALSE(f.message.empty());

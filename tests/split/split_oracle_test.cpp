@@ -258,3 +258,24 @@ TEST(SplitNodeLlamaCpp, ShardsEvaluateLikeTheUnsplitModel) {
 }
 
 }  // namespace
+
+namespace {
+
+// The sample model the project ships (make demo, most CLI tests) is a model llama.cpp loads and
+// runs: an earlier one repeated token texts, which makes llama.cpp abort while loading.
+TEST(SampleNodeLlamaCpp, SampleModelLoadsAndGenerates) {
+  if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "skipped: node is not on PATH";
+  const std::string modules = std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules";
+  if (!fs::exists(modules + "/node-llama-cpp/package.json")) {
+    GTEST_SKIP() << "skipped: node-llama-cpp is not installed in " << modules << " (scripts/install-oracle.sh)";
+  }
+  const std::string script = std::string(GGUFKIT_SOURCE_DIR) + "/tests/split/llama_eval.mjs";
+  const NodeRun run = run_node(script, modules, sample_model());
+  if (run.status == 3) GTEST_SKIP() << "skipped: " << run.out;
+  ASSERT_EQ(run.status, 0) << run.out;
+  const auto doc = nlohmann::json::parse(run.out.substr(run.out.find('{')));
+  EXPECT_FALSE(doc["tokens"].empty());
+  EXPECT_FALSE(doc["confidence"].empty());  // generation may stop early at the end-of-text token
+}
+
+}  // namespace
