@@ -540,8 +540,8 @@ class TensorPass {
     if (!empty_layers.empty()) {
       const uint32_t have = tensors_per_layer.empty() ? 0 : tensors_per_layer.rbegin()->first + 1;
       out_.error("arch.block_count_mismatch", fmt::format("blk.{}", empty_layers.front()), hp_.offset("block_count"),
-                 fmt::format("'{}' is {}, but layer(s) {} have no tensors: llama.cpp refuses the file (\"tensor "
-                             "'blk.{}.…' not found\"); if the model has {} layers, set {} to {}, otherwise the file "
+                 fmt::format("'{}' is {}, but layer(s) {} have no tensors: llama.cpp refuses the file (\"missing "
+                             "tensor 'blk.{}.…'\"); if the model has {} layers, set {} to {}, otherwise the file "
                              "is truncated or a shard is missing",
                              hp_.key("block_count"), *declared, format_layers(empty_layers), empty_layers.front(),
                              have, hp_.key("block_count"), have));
@@ -634,9 +634,9 @@ class TensorPass {
         spec.replaced_by.empty() ? "" : fmt::format(" (or the fused '{}')", name_for_layer(spec.replaced_by, layer));
     out_.error("arch.missing_tensor", name, std::nullopt,
                fmt::format("the file has no '{}'{} of shape {}, which llama.cpp's {} loader requires: llama.cpp "
-                           "refuses the file (\"tensor not found\"); the file was probably written by a converter "
+                           "refuses the file (\"missing tensor '{}'\"); the file was probably written by a converter "
                            "for a different model or version, or is incomplete",
-                           name, alternative, format_dims(want), spec_.name));
+                           name, alternative, format_dims(want), spec_.name, name));
   }
 
   const ModelUnderCheck& model_;
