@@ -556,15 +556,19 @@ class TensorPass {
     return it == expected_.end() ? nullptr : it->second;
   }
 
-  // llama.cpp's generic pass loads "<w>.scale" and "<w>.input_scale" (NVFP4 and FP8 scales) next
-  // to any weight it created.
-  bool is_scale_of_loaded_weight(std::string_view name) const {
+  // The scale spec for "<stem>.scale" or "<stem>.input_scale" when llama.cpp's generic pass
+  // loads it: its weight "<stem>.weight" is one that pass scales, and the file has it.
+  const ScaleSpec* scale_of_loaded_weight(std::string_view name) const {
     for (std::string_view suffix : {".scale", ".input_scale"}) {
       if (!name.ends_with(suffix)) continue;
       const std::string weight = fmt::format("{}.weight", name.substr(0, name.size() - suffix.size()));
-      if (has(weight) && expected(parse_name(weight).pattern)) return true;
+      const std::string pattern = parse_name(weight).pattern;
+      if (!has(weight) || !expected(pattern)) return nullptr;
+      for (const ScaleSpec& scale : scaled_weights()) {
+        if (scale.weight == pattern) return &scale;
+      }
     }
-    return false;
+    return nullptr;
   }
 
   void unexpected(const TensorInfo& t, std::string_view why) {
@@ -578,7 +582,10 @@ class TensorPass {
   void check_tensor(const TensorInfo& t, const ParsedName& parsed) {
     const TensorSpec* spec = expected(parsed.pattern);
     if (!spec) {
-      if (!is_scale_of_loaded_weight(t.name)) {
+      if (const ScaleSpec* scale = scale_of_loaded_weight(t.name)) {
+        const TensorSpec scale_spec{.name = t.name, .shape = {scale->size}};
+        check_shape(t, scale_spec, parsed.layer.value_or(0));
+      } else {
         unexpected(t, fmt::format("'{}' is not a tensor llama.cpp's {} loader reads", t.name, spec_.name));
       }
       return;

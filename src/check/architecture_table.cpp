@@ -348,6 +348,17 @@ constexpr std::string_view kLlamaCppArchitectures[] = {
     "kimi-k3", "talkie", "mellum", "nanbeige", "qwen3tts", "pockettts",
 };
 
+constexpr ScaleSpec kScaledWeights[] = {
+    {"blk.{}.attn_q.weight", "1"},          {"blk.{}.attn_k.weight", "1"},
+    {"blk.{}.attn_v.weight", "1"},          {"blk.{}.attn_output.weight", "1"},
+    {"blk.{}.attn_qkv.weight", "1"},        {"blk.{}.attn_gate.weight", "1"},
+    {"blk.{}.ffn_gate.weight", "1"},        {"blk.{}.ffn_down.weight", "1"},
+    {"blk.{}.ffn_up.weight", "1"},          {"blk.{}.ffn_gate_shexp.weight", "1"},
+    {"blk.{}.ffn_down_shexp.weight", "1"},  {"blk.{}.ffn_up_shexp.weight", "1"},
+    {"blk.{}.ffn_gate_exps.weight", "n_expert"}, {"blk.{}.ffn_down_exps.weight", "n_expert"},
+    {"blk.{}.ffn_up_exps.weight", "n_expert"},   {"output.weight", "1"},
+};
+
 const std::vector<ArchSpec>& specs() {
   static const std::vector<ArchSpec> all = {llama(),    qwen2(),  qwen3(), qwen2moe(), qwen3moe(),
                                             gemma2(),   gemma3(), phi3(),  gpt2(),     bert()};
@@ -357,6 +368,8 @@ const std::vector<ArchSpec>& specs() {
 }  // namespace
 
 std::span<const ArchSpec> all_arch_specs() { return specs(); }
+
+std::span<const ScaleSpec> scaled_weights() { return kScaledWeights; }
 
 const ArchSpec* find_arch_spec(std::string_view arch) {
   for (const ArchSpec& spec : specs()) {

@@ -76,6 +76,15 @@ struct ArchSpec {
   bool per_layer_shapes = false;
 };
 
+// A weight next to which llama.cpp's generic pass (load_tensors, after the architecture's own
+// tensors) also loads "<stem>.scale" and "<stem>.input_scale" (NVFP4 and FP8 scales), when the
+// weight itself was loaded. `size` is the scales' one dimension, an expression as in TensorSpec.
+struct ScaleSpec {
+  std::string_view weight;
+  std::string_view size;
+};
+std::span<const ScaleSpec> scaled_weights();
+
 // nullptr when gguf check has no table for `arch`.
 const ArchSpec* find_arch_spec(std::string_view arch);
 std::span<const ArchSpec> all_arch_specs();

@@ -191,6 +191,21 @@ TEST(ArchitectureOptional, LlamaOptionalTensorsAreFineEitherWay) {
   EXPECT_TRUE(findings.empty()) << describe_all(findings);
 }
 
+TEST(ArchitectureOptional, ScalesOnlyNextToWeightsLlamaCppScales) {
+  Model m = mixtral_model();
+  m.add("blk.0.attn_q.input_scale", {1});
+  m.add("blk.1.ffn_up_exps.scale", {kExperts});  // one per expert
+  EXPECT_TRUE(check_model(m).empty()) << describe_all(check_model(m));
+
+  Model norm_scale = llama_model();
+  norm_scale.add("blk.0.attn_norm.scale", {1});  // norms are never scaled
+  expect_single(check_model(norm_scale), "arch.unexpected_tensor", Severity::warning, "blk.0.attn_norm.scale");
+
+  Model wrong = mixtral_model();
+  wrong.add("blk.1.ffn_up_exps.scale", {1});
+  expect_single(check_model(wrong), "arch.shape_mismatch", Severity::error, "blk.1.ffn_up_exps.scale");
+}
+
 TEST(ArchitectureOptional, OptionalTensorWithWrongShapeIsStillChecked) {
   Model m = llama_model();
   m.add("output.weight", {kEmbd, kVocab + 1});

@@ -114,8 +114,12 @@ TEST_F(LlamaCppAgrees, EveryArchitectureTheTableAcceptsLoads) {
   }
 }
 
-TEST_F(LlamaCppAgrees, MixtralLoads) {
+// Mixtral (llama with experts), with the per-weight scales llama.cpp's generic pass loads.
+TEST_F(LlamaCppAgrees, MixtralWithScalesLoads) {
   Model m = mixtral_model();
+  m.add("blk.0.attn_q.scale", {1});
+  m.add("blk.1.attn_output.input_scale", {1});
+  m.add("blk.1.ffn_up_exps.scale", {kExperts});
   use_spm_vocabulary(m);
   const auto [problems, loaded] = check_and_load(m, "mixtral");
   if (skipped_) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported";
@@ -142,6 +146,8 @@ TEST_F(LlamaCppAgrees, WhatThePassRejectsLlamaCppRefuses) {
        "arch.unexpected_tensor", "wrong number of tensors"},
       {"rope_factors_without_longrope", [](Model& m) { m.add("rope_factors_long.weight", {kHeadDim / 2}); },
        "arch.unexpected_tensor", "wrong number of tensors"},
+      {"scale_next_to_norm", [](Model& m) { m.add("blk.0.attn_norm.scale", {1}); }, "arch.unexpected_tensor",
+       "wrong number of tensors"},
       {"block_count_small", [](Model& m) { m.set_u32("block_count", 1); }, "arch.block_count_mismatch",
        "wrong number of tensors"},
       {"block_count_large", [](Model& m) { m.set_u32("block_count", 3); }, "arch.block_count_mismatch",
