@@ -445,7 +445,10 @@ void check_hyperparameters(const ModelUnderCheck& model, const ArchSpec& spec, c
                           "used; {}",
                           hp.key("expert_used_count"), *n_expert, kReconvert));
     } else if (!vocabulary_only) {
-      missing_key(hp, "expert_used_count", out, arch);
+      out.error("arch.missing_hyperparameter", hp.key("expert_used_count"), std::nullopt,
+                fmt::format("the model has {} experts but no '{}': llama.cpp takes 0 experts per token and aborts "
+                            "on the file; set it to the number of experts each token uses",
+                            *n_expert, hp.key("expert_used_count")));
     }
   }
   if (spec.needs_experts) {

@@ -280,6 +280,12 @@ TEST(ArchitectureExperts, WrongExpertCountInShapes) {
   expect_single(check_model(m), "arch.shape_mismatch", Severity::error, "blk.1.ffn_down_exps.weight");
 }
 
+TEST(ArchitectureExperts, ExpertsWithoutUsedCount) {
+  Model m = mixtral_model();
+  m.remove_key("llama.expert_used_count");
+  expect_single(check_model(m), "arch.missing_hyperparameter", Severity::error, "llama.expert_used_count");
+}
+
 TEST(ArchitectureExperts, MoeArchitectureWithoutExperts) {
   Model m = qwen3moe_model();
   m.remove_key("qwen3moe.expert_count");
