@@ -259,7 +259,7 @@ class Hyperparameters {
     const auto n_rot = to_signed(scalar("rope.dimension_count"));
     set_variable(v, "n_rot", n_rot ? n_rot : head_k);
     set_variable(v, "n_ff", to_signed(feed_forward_length.at(layer)));
-    set_variable(v, "n_expert", expert_count());
+    set_variable(v, "n_expert", positive(expert_count()));  // 0 is reported where experts are needed
     set_variable(v, "n_expert_used", to_signed(expert_used_count.at(layer)).value_or(0));
     set_variable(v, "n_ff_exp", to_signed(expert_feed_forward_length.at(layer)));
     set_variable(v, "n_ff_shexp", to_signed(scalar("expert_shared_feed_forward_length")));
@@ -306,7 +306,7 @@ class Hyperparameters {
 
 constexpr std::string_view kReconvert =
     "the file was probably written by a converter for a different version or edited by hand; convert the model "
-    "again or fix the value with gguf set";
+    "again or correct the key with gguf set";
 
 void missing_key(const Hyperparameters& hp, std::string_view suffix, Findings& out, std::string_view arch) {
   out.error("arch.missing_hyperparameter", hp.key(suffix), std::nullopt,
@@ -420,8 +420,11 @@ void check_hyperparameters(const ModelUnderCheck& model, const ArchSpec& spec, c
   if (!hp.kv("attention.key_length") && n_embd && *n_embd > 0 && n_head0 && *n_head0 > 0 && *n_embd % *n_head0 != 0) {
     bad_key(hp, "attention.head_count", out,
             fmt::format("embedding_length {} is not divisible by '{}' {} and there is no attention.key_length: "
-                        "llama.cpp's head size n_embd/n_head would drop {} of every row; {}",
-                        *n_embd, hp.key("attention.head_count"), *n_head0, *n_embd % *n_head0, kReconvert));
+                        "llama.cpp then takes heads {} wide, {} short of n_embd in all, and its attention shapes "
+                        "cannot be right; give attention.key_length and value_length if the heads are really "
+                        "that size, otherwise {}",
+                        *n_embd, hp.key("attention.head_count"), *n_head0, *n_embd / *n_head0,
+                        *n_embd % *n_head0, kReconvert));
   }
 
   // Experts (llama.cpp's asserts in load_hparams and the MoE loaders' checks).

@@ -286,6 +286,13 @@ TEST(ArchitectureExperts, ExpertsWithoutUsedCount) {
   expect_single(check_model(m), "arch.missing_hyperparameter", Severity::error, "llama.expert_used_count");
 }
 
+TEST(ArchitectureExperts, MoeArchitectureWithZeroExperts) {
+  Model m = qwen2moe_model();
+  m.set_u32("expert_count", 0);
+  m.set_u32("expert_used_count", 0);
+  expect_single(check_model(m), "arch.bad_hyperparameter", Severity::error, "qwen2moe.expert_count");
+}
+
 TEST(ArchitectureExperts, MoeArchitectureWithoutExperts) {
   Model m = qwen3moe_model();
   m.remove_key("qwen3moe.expert_count");
