@@ -636,7 +636,7 @@ class TensorPass {
   }
 
   void check_required(const TensorSpec& spec, uint32_t layer) {
-    if (spec.presence != Presence::required || !applies(spec.when, hp_)) return;
+    if (spec.presence == Presence::optional || !applies(spec.when, hp_)) return;
     const std::string name = name_for_layer(spec.name, layer);
     if (has(name)) return;
     if (!spec.replaced_by.empty() && has(name_for_layer(spec.replaced_by, layer))) return;
@@ -645,11 +645,18 @@ class TensorPass {
     for (size_t i = 0; i < rank_of(spec); ++i) want.push_back(evaluate(spec.shape[i], vars));
     const std::string alternative =
         spec.replaced_by.empty() ? "" : fmt::format(" (or the fused '{}')", name_for_layer(spec.replaced_by, layer));
+    const std::string consequence =
+        spec.presence == Presence::needed_by_graph
+            ? fmt::format("which llama.cpp's {} model needs: llama.cpp loads the file but crashes when it evaluates "
+                          "the model",
+                          spec_.name)
+            : fmt::format("which llama.cpp's {} loader requires: llama.cpp refuses the file (\"missing tensor "
+                          "'{}'\")",
+                          spec_.name, name);
     out_.error("arch.missing_tensor", name, std::nullopt,
-               fmt::format("the file has no '{}'{} of shape {}, which llama.cpp's {} loader requires: llama.cpp "
-                           "refuses the file (\"missing tensor '{}'\"); the file was probably written by a converter "
-                           "for a different model or version, or is incomplete",
-                           name, alternative, format_dims(want), spec_.name, name));
+               fmt::format("the file has no '{}'{} of shape {}, {}; the file was probably written by a converter for "
+                           "a different model or version, or is incomplete",
+                           name, alternative, format_dims(want), consequence));
   }
 
   const ModelUnderCheck& model_;

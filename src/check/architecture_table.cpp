@@ -251,9 +251,9 @@ ArchSpec phi3() {
               {"rope_factors_short.weight", {"n_rot/2"}, kOptional},
               {"blk.{}.attn_norm.weight", {"n_embd"}},
           },
-          // llama.cpp marks the separate Q, K and V optional for phi3, but its graph needs them
-          // when there is no fused attn_qkv.
-          attention_qkv("n_embd", "n_embd_v_gqa", "n_embd_v_gqa", "n_embd+2*n_embd_v_gqa"),
+          // llama.cpp's phi3 loader takes Q, K and V as optional, but its graph needs them when
+          // there is no fused attn_qkv.
+          attention_qkv("n_embd", "n_embd_v_gqa", "n_embd_v_gqa", "n_embd+2*n_embd_v_gqa", Presence::needed_by_graph),
           {
               {"blk.{}.attn_output.weight", {"n_embd", "n_embd"}},
               {"blk.{}.ffn_norm.weight", {"n_embd"}},

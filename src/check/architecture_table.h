@@ -21,6 +21,9 @@ inline constexpr uint64_t kLlamaMaxExperts = 1024;
 enum class Presence : uint8_t {
   required,  // llama.cpp throws "tensor '...' not found" without it
   optional,  // TENSOR_NOT_REQUIRED: loaded when present
+  // TENSOR_NOT_REQUIRED for the loader, but the model's graph uses it unconditionally: llama.cpp
+  // loads a file without it and crashes when it evaluates the model.
+  needed_by_graph,
 };
 
 // When the loader creates a tensor at all (a tensor it does not create is one too many).
