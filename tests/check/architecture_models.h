@@ -59,7 +59,11 @@ struct Model {
 
 inline std::vector<std::string> token_list(int64_t n) {
   std::vector<std::string> out;
-  for (int64_t i = 0; i < n; ++i) out.push_back("t" + std::to_string(i));
+  for (int64_t i = 0; i < n; ++i) {
+    std::string token = "t";  // not "t" + to_string(i): GCC 12 warns falsely (-Wrestrict) on that
+    token += std::to_string(i);
+    out.push_back(std::move(token));
+  }
   return out;
 }
 
