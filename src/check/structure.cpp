@@ -149,9 +149,10 @@ void check_bytes_around_tensors(const GgufFile& file, Findings& out) {
   std::stable_sort(order.begin(), order.end(), [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
   uint64_t end = data_start;  // end of the data seen so far (file offsets)
   for (const TensorInfo* t : order) {
-    const auto data = file.tensor_data(*t);
-    if (data.empty() && t->size > 0) continue;  // misplaced: reported by the reader's checks
-    const uint64_t start = file.data_offset() + t->offset;
+    // Misplaced tensors (reported by the reader's checks) have no place to look around.
+    const auto begin = checked::add(file.data_offset(), t->offset);
+    if (!begin || !checked::fits(*begin, t->size, size)) continue;
+    const uint64_t start = *begin;
     if (start > end && end >= data_start) {
       const uint64_t padded_end = std::min(*checked::align_up(end - data_start, file.alignment()) + data_start, start);
       if (!all_zero(bytes.subspan(end, padded_end - end))) {

@@ -59,3 +59,30 @@ TEST(Regression, ZeroSizedTensorWithZeroFirst) {
 }
 
 }  // namespace
+
+namespace {
+
+// Found by the fuzzer in gguf check's padding scan: zero-sized tensors whose offsets point far
+// past the end of the file. Their data is "empty" without being out of bounds for the reader's
+// size test, and the scan took the gap between two of them for padding inside the file. The reader reports the offset;
+// check must report it too and never read outside the input.
+TEST(Regression, CheckPaddingScanSkipsTensorsOutsideTheFile) {
+  using namespace ggufkit;
+  test::RawGguf g;
+  g.header(3, 3, 1);
+  g.kv_string("general.architecture", "test-arch");
+  g.tensor_info("a", {8}, test::ggml_type::kF32, 0);
+  g.tensor_info("empty", {0}, test::ggml_type::kF32, (uint64_t{1} << 40) + 8);  // misaligned too
+  g.tensor_info("empty2", {0}, test::ggml_type::kF32, (uint64_t{1} << 40) + 64);
+  g.pad_to(32);
+  g.fill(32, 0x3f);
+  const CheckReport r = check_bytes(g.span());
+  bool offset_reported = false;
+  for (const Finding& f : r.findings) offset_reported |= f.code == "structure.bad_tensor_offset" && f.subject == "empty";
+  EXPECT_TRUE(offset_reported);
+  robust::Findings findings;
+  robust::parse_and_exercise(findings, g.span());
+  EXPECT_TRUE(findings.ok()) << findings.report();
+}
+
+}  // namespace
