@@ -1,0 +1,207 @@
+// `gguf quantize IN OUT PRESET` (no --pure) against llama.cpp's llama_model_quantize with the same
+// ftype and pure = false: every tensor must get the type llama-quantize chooses, with the same bytes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "ggufkit/conventions.h"
+#include "ggufkit/quantize.h"
+#include "ggufkit/reader.h"
+#include "ggufkit/writer.h"
+#include "llama_quantize_oracle.h"
+#include "test_support.h"
+
+namespace {
+
+using namespace ggufkit;
+using namespace ggufkit::test;
+namespace fs = std::filesystem;
+
+// The presets that need no importance matrix.
+constexpr const char* kPresets[] = {"Q4_0",   "Q4_1",   "Q5_0",   "Q5_1",   "Q8_0",   "Q2_K",   "Q2_K_S",
+                                    "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M",
+                                    "Q6_K",   "IQ4_NL", "IQ4_XS", "IQ3_S",  "IQ3_M",  "TQ1_0",  "TQ2_0",
+                                    "MXFP4_MOE", "Q1_0", "Q2_0",  "BF16",   "F16",    "F32"};
+
+// The first tensor whose type or bytes differ, or an empty string.
+std::string first_difference(const fs::path& ours, const fs::path& theirs) {
+  auto a = GgufFile::open(ours);
+  auto b = GgufFile::open(theirs);
+  if (!a || !b) return "one of the files does not parse";
+  if (a->tensors().size() != b->tensors().size()) return "tensor counts differ";
+  for (size_t i = 0; i < a->tensors().size(); ++i) {
+    const TensorInfo& x = a->tensors()[i];
+    const TensorInfo& y = b->tensors()[i];
+    if (x.name != y.name) return "tensor order differs at " + std::string(y.name);
+    if (x.type != y.type) {
+      return std::string(x.name) + ": ours " + std::string(type_name(x.type)) + ", llama.cpp " +
+             std::string(type_name(y.type));
+    }
+    const auto dx = a->tensor_data(x), dy = b->tensor_data(y);
+    if (!std::equal(dx.begin(), dx.end(), dy.begin(), dy.end())) {
+      return std::string(x.name) + " (" + std::string(type_name(x.type)) + "): bytes differ";
+    }
+  }
+  return {};
+}
+
+// Quantizes `source` with the preset both ways. Returns what differs (empty: the same file).
+// A preset llama.cpp refuses (Q2_K_S wants an importance matrix for its Q2_K tensors) must be
+// refused by us too.
+std::string compare_with_llama(const fs::path& source, const std::string& preset, const fs::path& dir) {
+  std::string why;
+  const LlamaQuantizeOracle* oracle = LlamaQuantizeOracle::get(&why);
+  if (!oracle) return why;
+  const auto file_type = parse_file_type(preset);
+  if (!file_type) return "no file type " + preset;
+  const fs::path ours = dir / (preset + "-ours.gguf"), theirs = dir / (preset + "-llama.gguf");
+  const CommandResult r = run_gguf({"quantize", source.string(), ours.string(), preset, "--threads", "2"});
+  const bool llama_ok = oracle->quantize(source.string(), theirs.string(), *file_type, false, 2);
+  if ((r.exit_code == 0) != llama_ok) {
+    return llama_ok ? "we refused what llama.cpp wrote: " + r.err : "llama.cpp refused what we wrote";
+  }
+  if (!llama_ok) return {};  // both refused
+  std::string difference = first_difference(ours, theirs);
+  if (difference.empty() && read_bytes(ours) != read_bytes(theirs)) difference = "the headers differ";
+  fs::remove(ours);
+  fs::remove(theirs);
+  return difference;
+}
+
+bool kernel_missing(const std::string& preset, std::string& skipped) {
+  const auto file_type = parse_file_type(preset);
+  const auto type = file_type ? file_type_default_type(*file_type) : std::nullopt;
+  if (type && !quant_capabilities(*type).quantize) {
+    skipped += " " + preset;
+    return true;
+  }
+  return false;
+}
+
+TEST(QuantizePresetsOracle, EveryPresetOnTinyLlamaIsLlamaQuantizes) {
+  GGUFKIT_REQUIRE_SHARED();
+  std::string why;
+  if (!LlamaQuantizeOracle::get(&why)) GTEST_SKIP() << "skipped: llama.cpp oracle not installed: " << why;
+  const fs::path corpus = *shared_dir() / "corpus/tiny-llama";
+  const auto dir = temp_dir("quantize-presets");
+  std::string skipped;
+  for (const char* source : {"tiny-llama-f32.gguf", "tiny-llama-f16.gguf"}) {
+    for (const char* preset : kPresets) {
+      if (kernel_missing(preset, skipped)) continue;
+      SCOPED_TRACE(std::string(preset) + " from " + source);
+      EXPECT_EQ(compare_with_llama(corpus / source, preset, dir), "");
+    }
+  }
+  if (!skipped.empty()) std::printf("no quantize kernel yet:%s\n", skipped.c_str());
+  fs::remove_all(dir);
+}
+
+// A grouped-query mixture-of-experts model in llama's layout (as Mixtral is stored): 8 heads over
+// 2 kv heads, ffn_*_exps experts, no output.weight (token_embd is the output too). The tokenizer
+// comes from tiny-llama: llama.cpp's loader wants a vocabulary.
+fs::path write_moe_model(const fs::path& dir, uint32_t n_expert, uint32_t n_layer) {
+  const auto tiny = GgufFile::open(*shared_dir() / "corpus/tiny-llama/tiny-llama-f32.gguf");
+  if (!tiny) return {};
+  GgufBuilder b;
+  (void)b.set("general.architecture", MetadataValue::string("llama"));
+  (void)b.set("general.name", MetadataValue::string("moe sample"));
+  constexpr uint32_t n_embd = 256, n_ff = 256, n_head = 8, n_head_kv = 2, n_vocab = 512;
+  (void)b.set("llama.context_length", MetadataValue::of<uint32_t>(512));
+  (void)b.set("llama.embedding_length", MetadataValue::of<uint32_t>(n_embd));
+  (void)b.set("llama.feed_forward_length", MetadataValue::of<uint32_t>(n_ff));
+  (void)b.set("llama.block_count", MetadataValue::of<uint32_t>(n_layer));
+  (void)b.set("llama.attention.head_count", MetadataValue::of<uint32_t>(n_head));
+  (void)b.set("llama.attention.head_count_kv", MetadataValue::of<uint32_t>(n_head_kv));
+  (void)b.set("llama.attention.layer_norm_rms_epsilon", MetadataValue::of<float>(1e-5f));
+  (void)b.set("llama.rope.dimension_count", MetadataValue::of<uint32_t>(n_embd / n_head));
+  (void)b.set("llama.expert_count", MetadataValue::of<uint32_t>(n_expert));
+  (void)b.set("llama.expert_used_count", MetadataValue::of<uint32_t>(2));
+  (void)b.set("general.file_type", MetadataValue::of<uint32_t>(0));
+  for (const KeyValue& kv : tiny->metadata()) {
+    if (kv.key.starts_with("tokenizer.")) (void)b.set(kv.key, MetadataValue::copy_of(kv.value));
+  }
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  const auto add = [&](const std::string& name, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<std::byte> bytes(static_cast<size_t>(n) * sizeof(float));
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = name.find("norm") != std::string::npos ? 1.0f + normal(rng) : normal(rng);
+      std::memcpy(bytes.data() + i * 4, &v, sizeof v);
+    }
+    (void)b.add_tensor(name, TensorType::F32, shape, std::move(bytes));
+  };
+  const int64_t head_dim = n_embd / n_head, e = n_expert;
+  add("token_embd.weight", {n_embd, n_vocab});
+  add("output_norm.weight", {n_embd});
+  for (uint32_t il = 0; il < n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    add(p + "attn_norm.weight", {n_embd});
+    add(p + "attn_q.weight", {n_embd, n_embd});
+    add(p + "attn_k.weight", {n_embd, head_dim * n_head_kv});
+    add(p + "attn_v.weight", {n_embd, head_dim * n_head_kv});
+    add(p + "attn_output.weight", {n_embd, n_embd});
+    add(p + "ffn_norm.weight", {n_embd});
+    add(p + "ffn_gate_inp.weight", {n_embd, e});
+    add(p + "ffn_gate_exps.weight", {n_embd, n_ff, e});
+    add(p + "ffn_up_exps.weight", {n_embd, n_ff, e});
+    add(p + "ffn_down_exps.weight", {n_ff, n_embd, e});
+  }
+  const fs::path path = dir / ("moe-" + std::to_string(n_expert) + "x.gguf");
+  if (!b.write_file(path)) return {};
+  return path;
+}
+
+TEST(QuantizePresetsOracle, GroupedQueryExpertModelIsLlamaQuantizes) {
+  GGUFKIT_REQUIRE_SHARED();
+  std::string why;
+  if (!LlamaQuantizeOracle::get(&why)) GTEST_SKIP() << "skipped: llama.cpp oracle not installed: " << why;
+  const auto dir = temp_dir("quantize-presets-moe");
+  std::string skipped;
+  // 4 experts (n_gqa 4 and the expert rules), and 8 (Mixtral's own rules).
+  for (uint32_t n_expert : {4u, 8u}) {
+    const fs::path model = write_moe_model(dir, n_expert, 8);
+    ASSERT_FALSE(model.empty());
+    for (const char* preset : {"Q4_K_M", "Q3_K_M", "Q2_K", "IQ3_M", "MXFP4_MOE", "Q5_K_S", "Q4_K_S", "IQ4_XS"}) {
+      if (kernel_missing(preset, skipped)) continue;
+      SCOPED_TRACE(std::string(preset) + " with " + std::to_string(n_expert) + " experts");
+      EXPECT_EQ(compare_with_llama(model, preset, dir), "");
+    }
+  }
+  if (!skipped.empty()) std::printf("no quantize kernel yet:%s\n", skipped.c_str());
+  fs::remove_all(dir);
+}
+
+// --dry-run shows the preset's choice per tensor: Q4_K_M gives some attn_v and ffn_down Q6_K.
+TEST(QuantizePresetsOracle, DryRunShowsEachTensorsPresetType) {
+  GGUFKIT_REQUIRE_SHARED();
+  const fs::path source = *shared_dir() / "corpus/tiny-llama/tiny-llama-f16.gguf";
+  const auto dir = temp_dir("quantize-presets-dry");
+  const CommandResult r = run_gguf({"quantize", source.string(), (dir / "x.gguf").string(), "q4_k_m", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto file = GgufFile::open(source);
+  ASSERT_TRUE(file);
+  QuantizeOptions options;
+  options.file_type = *parse_file_type("Q4_K_M");
+  options.pure = false;
+  const auto planned = plan_quantize(*file, options);
+  ASSERT_TRUE(planned) << planned.error().describe();
+  bool some_q6_k = false;
+  for (const TensorPlan& p : planned->tensors) {
+    // Each tensor's line names its type.
+    const auto line = r.out.find(std::string(p.tensor->name) + " ");
+    ASSERT_NE(line, std::string::npos) << p.tensor->name;
+    const auto end = r.out.find('\n', line);
+    EXPECT_NE(r.out.substr(line, end - line).find(std::string(" -> ") + std::string(type_name(p.target))),
+              std::string::npos)
+        << r.out.substr(line, end - line);
+    some_q6_k = some_q6_k || p.target == TensorType::Q6_K;
+  }
+  EXPECT_TRUE(some_q6_k) << "Q4_K_M's output and some attn_v/ffn_down are Q6_K";
+  EXPECT_TRUE(fs::is_empty(dir)) << "a dry run writes nothing";
+  fs::remove_all(dir);
+}
+
+}  // namespace
