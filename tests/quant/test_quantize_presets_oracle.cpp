@@ -9,6 +9,7 @@
 #include "ggufkit/conventions.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/split.h"
 #include "ggufkit/writer.h"
 #include "llama_quantize_oracle.h"
 #include "test_support.h"
@@ -128,6 +129,30 @@ TEST(QuantizePresetsOracle, CorpusMixesAreReproducedFromTheF16Original) {
   }
   EXPECT_EQ(compared + static_cast<size_t>(std::ranges::count(skipped, ' ')), 25u);  // the mixes besides f16
   if (!skipped.empty()) std::printf("no quantize kernel yet:%s\n", skipped.c_str());
+  fs::remove_all(dir);
+}
+
+// A split model quantizes with a preset to the file the whole model gives: the layer counts and
+// the model's facts come from all shards.
+TEST(QuantizePresetsOracle, SplitInputGivesTheCorpusMix) {
+  GGUFKIT_REQUIRE_SHARED();
+  const fs::path corpus = *shared_dir() / "corpus/tiny-llama";
+  const auto dir = temp_dir("quantize-presets-split");
+  auto whole = GgufFile::open(corpus / "tiny-llama-f16.gguf");
+  ASSERT_TRUE(whole);
+  auto plan = plan_split(*whole, (dir / "shard").string(), SplitLimits{0, 7});
+  ASSERT_TRUE(plan) << plan.error().describe();
+  ASSERT_GT(plan->shards.size(), 2u);
+  ASSERT_TRUE(write_split(*whole, *plan));
+  for (const char* preset : {"q4_k_m", "q3_k_m"}) {
+    SCOPED_TRACE(preset);
+    const fs::path ours = dir / "ours.gguf";
+    const CommandResult r = run_gguf({"quantize", plan->shards.front().path, ours.string(), preset});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const fs::path expected = corpus / (std::string("tiny-llama-") + preset + ".gguf");
+    EXPECT_EQ(first_difference(ours, expected), "");
+    EXPECT_TRUE(read_bytes(ours) == read_bytes(expected));
+  }
   fs::remove_all(dir);
 }
 
