@@ -1,8 +1,9 @@
 // Quantizing a whole model file, as llama.cpp's llama_model_quantize does, streamed: a few tensors'
 // worth of memory whatever the model's size, the output written atomically.
 //
-// Today: --pure (every tensor llama-quantize would convert becomes one type). The per-tensor type
-// rules of the presets (Q4_K_M and friends) plug into plan_quantize later.
+// The presets' per-tensor type rules (Q4_K_M and friends) are one table in
+// src/quantize/preset_rules.cpp; --pure gives every tensor llama-quantize would convert one type.
+// Not yet: importance matrices (presets whose tensors need one are refused), type overrides.
 #pragma once
 
 #include <atomic>
@@ -22,7 +23,7 @@ namespace ggufkit {
 
 struct QuantizeOptions {
   uint32_t file_type = 0;        // a llama_ftype id: what general.file_type says, and the default type
-  bool pure = true;              // every convertible tensor gets the file type's default type
+  bool pure = true;              // every convertible tensor gets the file type's default type; false: the preset's rules
   bool quantize_output_tensor = true;
   Threads threads{0};
   // Set from another thread (a signal handler) to stop; the output is then not written.

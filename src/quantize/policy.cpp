@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "ggufkit/endian.h"
 #include "ggufkit/quantize.h"
+#include "preset_rules.h"
 
 namespace ggufkit {
 namespace {
@@ -138,26 +141,42 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
     return make_error(ErrorCode::invalid_argument, 0, {},
                       "file type " + std::to_string(options.file_type) + " has no quantization type");
   }
-  if (!options.pure) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, "only --pure quantization is implemented so far");
-  }
   QuantizePlan plan;
-  for (const SourceTensor& source : tensors) {
-    const TensorInfo& t = *source.info;
-    TensorPlan p{&t, source.data, t.type, false, 0, {}};
+  for (const SourceTensor& source : tensors) plan.tensors.push_back({source.info, source.data, source.info->type, false, 0, {}});
+  // llama.cpp's order, which is also the order the preset rules count attn_v and ffn tensors in.
+  std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const TensorPlan& a, const TensorPlan& b) {
+    const int la = layer_of(a.tensor->name), lb = layer_of(b.tensor->name);
+    return la != lb ? la < lb : a.tensor->name < b.tensor->name;
+  });
+  // The preset rules apply to quantized file types only (F16, BF16, F32 convert every tensor).
+  std::optional<preset_rules::TypeChooser> chooser;
+  if (!options.pure && type_traits(*default_type).quantized) {
+    std::vector<const TensorInfo*> infos;
+    for (const TensorPlan& p : plan.tensors) infos.push_back(p.tensor);
+    chooser.emplace(options.file_type, *default_type, preset_rules::model_facts(metadata, infos));
+  }
+  for (TensorPlan& p : plan.tensors) {
+    const TensorInfo& t = *p.tensor;
     if (tensor_allows_quantization(t.name, t, options)) {
-      p.target = type_traits(*default_type).quantized ? with_fallback(*default_type, t, p.note) : *default_type;
+      TensorType wanted = *default_type;
+      if (chooser) {
+        auto chosen = chooser->choose(t);
+        if (!chosen) return chosen.error();
+        wanted = *chosen;
+      }
+      p.target = type_traits(wanted).quantized ? with_fallback(wanted, t, p.note) : wanted;
+      if (p.note.empty() && wanted != *default_type) p.note = "preset rule";
+      if (chooser && preset_rules::needs_importance_matrix(t.name, p.target, options.file_type)) {
+        return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
+                          fmt::format("this preset makes the tensor {}, which llama.cpp writes only with an "
+                                      "importance matrix (not supported yet)", type_name(p.target)));
+      }
       p.convert = p.target != t.type;
     }
     const uint64_t rows = t.ne[0] == 0 ? 0 : static_cast<uint64_t>(t.n_elements() / t.ne[0]);
     p.bytes = *row_size(p.target, t.ne[0]) * rows;
     plan.tensor_bytes += (p.bytes + metadata.alignment() - 1) / metadata.alignment() * metadata.alignment();
-    plan.tensors.push_back(std::move(p));
   }
-  std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const TensorPlan& a, const TensorPlan& b) {
-    const int la = layer_of(a.tensor->name), lb = layer_of(b.tensor->name);
-    return la != lb ? la < lb : a.tensor->name < b.tensor->name;
-  });
   return plan;
 }
 

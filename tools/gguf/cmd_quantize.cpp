@@ -1,4 +1,6 @@
-// gguf quantize IN OUT TYPE --pure [--threads N] [--dry-run]: llama-quantize's job, byte for byte.
+// gguf quantize IN OUT TYPE [--pure] [--threads N] [--dry-run]: llama-quantize's job, byte for byte.
+// Without --pure, TYPE's preset chooses each tensor's type as llama-quantize does (Q4_K_M gives some
+// tensors Q6_K...).
 #include <csignal>
 #include <chrono>
 #include <filesystem>
@@ -34,12 +36,6 @@ int run_quantize(const QuantizeArgs& args) {
   const auto file_type = resolve_file_type(args.type);
   if (!file_type || !ggufkit::file_type_default_type(*file_type)) {
     fmt::print(stderr, "gguf: '{}' is not a quantization type (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...)\n", args.type);
-    return kUsageOrIoError;
-  }
-  if (!args.pure) {
-    fmt::print(stderr, "gguf: quantize: the preset type mixes (Q4_K_M's per-tensor choices) are not implemented yet; "
-                       "use --pure to give every quantizable tensor the type {}\n",
-               ggufkit::type_name(*ggufkit::file_type_default_type(*file_type)));
     return kUsageOrIoError;
   }
   // A split model is read from its first shard; the output is one file.
@@ -114,7 +110,7 @@ Runner register_quantize(CLI::App& app) {
   cmd->add_option("output", args->output, "GGUF file to write (never the input)")->required();
   cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...) or a file type (Q4_K_M)")
       ->required();
-  cmd->add_flag("--pure", args->pure, "Every quantizable tensor gets the type (llama-quantize --pure)");
+  cmd->add_flag("--pure", args->pure, "Every quantizable tensor gets the type (llama-quantize --pure); without it TYPE's preset chooses per tensor");
   cmd->add_flag("--dry-run", args->dry_run, "Print each tensor's type and the data size; write nothing");
   cmd->add_option("--threads", args->threads, "Threads (default: one per core)");
   return [args] { return run_quantize(*args); };
