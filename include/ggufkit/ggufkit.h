@@ -8,6 +8,7 @@
 #include "ggufkit/endian.h"
 #include "ggufkit/error.h"
 #include "ggufkit/extract.h"
+#include "ggufkit/hash.h"
 #include "ggufkit/json.h"
 #include "ggufkit/mapped_file.h"
 #include "ggufkit/quant.h"

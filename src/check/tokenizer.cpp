@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "check_internal.h"
-#include "sha256.h"
+#include "hash/sha256.h"
 
 namespace ggufkit::check {
 namespace {
@@ -514,7 +514,7 @@ void check_chat_templates(const ModelUnderCheck& model, Findings& out) {
     out.info("tokenizer.chat_template", kv.key, kv.offset,
              fmt::format("chat template of {} bytes, SHA-256 {}; compare the hash with the template of the "
                          "original model to be sure it is the intended one",
-                         text->size(), sha256_hex(*text)));
+                         text->size(), digest::sha256_hex(*text)));
   }
   if (!any_template && looks_instruction_tuned(model)) {
     out.warning("tokenizer.missing_chat_template", keys::kChatTemplate, std::nullopt,

@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "../../src/check/sha256.h"
+#include "../../src/hash/sha256.h"
 
-namespace ggufkit::check {
+namespace ggufkit::digest {
 namespace {
 
 std::string hex(const std::array<uint8_t, 32>& digest) {
@@ -49,4 +49,4 @@ TEST(Sha256, PiecesGiveTheSameDigestAsTheWhole) {
 }
 
 }  // namespace
-}  // namespace ggufkit::check
+}  // namespace ggufkit::digest

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   add(gguf_cli::register_merge);
   add(gguf_cli::register_convert_endian);
   add(gguf_cli::register_check);
+  add(gguf_cli::register_hash);
 
   // CLI11 would call an unknown verb a missing subcommand; say what is wrong instead.
   const auto is_verb = [&](std::string_view name) {

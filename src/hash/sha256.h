@@ -1,5 +1,5 @@
-// SHA-256 (FIPS 180-4), for fingerprints in check reports (chat templates): a template is
-// identified by its hash without being rendered or printed.
+// SHA-256 (FIPS 180-4): chat template fingerprints in check reports (a template is identified
+// by its hash, never rendered) and the sha256 manifests of gguf hash.
 #pragma once
 
 #include <array>
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace ggufkit::check {
+namespace ggufkit::digest {
 
 class Sha256 {
  public:
@@ -31,4 +31,4 @@ class Sha256 {
 // Lower-case hex of the SHA-256 of `data`.
 std::string sha256_hex(std::string_view data);
 
-}  // namespace ggufkit::check
+}  // namespace ggufkit::digest

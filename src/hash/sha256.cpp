@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstring>
 
-namespace ggufkit::check {
+namespace ggufkit::digest {
 namespace {
 
 constexpr std::array<uint32_t, 64> kRoundConstants = {
@@ -107,4 +107,4 @@ std::string sha256_hex(std::string_view data) {
   return out;
 }
 
-}  // namespace ggufkit::check
+}  // namespace ggufkit::digest

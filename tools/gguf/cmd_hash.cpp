@@ -1,0 +1,148 @@
+// gguf hash FILE [--algorithm xxh64|sha256] [--json] [--check MANIFEST] [--threads N]: per-tensor and
+// whole-file digests as a manifest (on stdout), or verification of a model against a manifest
+// (exit 0 when everything matches, 1 when something differs, 2 when a file cannot be read).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "commands.h"
+#include "ggufkit/hash.h"
+#include "ggufkit/json.h"
+#include "ggufkit/split.h"
+#include "output.h"
+
+namespace gguf_cli {
+namespace {
+
+using ggufkit::DigestAlgorithm;
+using ggufkit::Manifest;
+using ggufkit::ManifestEntry;
+using ggufkit::ManifestMismatch;
+
+struct HashArgs {
+  std::string file;
+  std::string algorithm = "xxh64";
+  std::string check;
+  bool json = false;
+  unsigned threads = 0;
+};
+
+constexpr uintmax_t kMaxManifestBytes = uintmax_t{256} << 20;
+
+void append_entries_json(std::string& out, const std::vector<ManifestEntry>& entries) {
+  out += "[";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) out += ",";
+    out += "{\"name\":";
+    ggufkit::json::append_string(out, entries[i].name);
+    out += fmt::format(",\"bytes\":{},\"digest\":\"{}\"}}", entries[i].bytes, entries[i].digest);
+  }
+  out += "]";
+}
+
+std::string manifest_json(const Manifest& m) {
+  std::string out = fmt::format("{{\"algorithm\":\"{}\",\"files\":", ggufkit::digest_algorithm_name(m.algorithm));
+  append_entries_json(out, m.files);
+  out += ",\"tensors\":";
+  append_entries_json(out, m.tensors);
+  out += "}\n";
+  return out;
+}
+
+std::string check_json(const std::vector<ManifestMismatch>& mismatches, size_t tensors) {
+  std::string out = fmt::format("{{\"ok\":{},\"tensors_checked\":{},\"mismatches\":[", mismatches.empty(), tensors);
+  for (size_t i = 0; i < mismatches.size(); ++i) {
+    if (i > 0) out += ",";
+    out += "{\"kind\":";
+    ggufkit::json::append_string(out, mismatches[i].kind);
+    out += ",\"name\":";
+    ggufkit::json::append_string(out, mismatches[i].name);
+    out += ",\"message\":";
+    ggufkit::json::append_string(out, mismatches[i].message);
+    out += "}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+std::optional<Manifest> read_manifest(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxManifestBytes) {
+    fmt::print(stderr, "gguf: {}: {}\n", path, ec ? ec.message() : "too large for a manifest");
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    fmt::print(stderr, "gguf: {}: cannot read\n", path);
+    return std::nullopt;
+  }
+  auto m = ggufkit::parse_manifest(text.str());
+  if (!m) {
+    fmt::print(stderr, "gguf: {}: {}\n", path, m.error().message);
+    return std::nullopt;
+  }
+  return std::move(m).value();
+}
+
+int run_hash(const HashArgs& args) {
+  auto algorithm = ggufkit::parse_digest_algorithm(args.algorithm);
+  if (!algorithm) {
+    fmt::print(stderr, "gguf hash: unknown algorithm '{}' (xxh64 or sha256)\n", args.algorithm);
+    return kUsageOrIoError;
+  }
+  std::optional<Manifest> expected;
+  if (!args.check.empty()) {
+    expected = read_manifest(args.check);
+    if (!expected) return kUsageOrIoError;
+    algorithm = expected->algorithm;  // verify with the manifest's own algorithm
+  }
+  auto model = ggufkit::SplitModel::open(args.file);
+  if (!model) {
+    report_error(args.file, model.error());
+    return kUsageOrIoError;
+  }
+  const Manifest actual = ggufkit::hash_model(*model, *algorithm, args.threads);
+  std::string out;
+  int status = kOk;
+  if (expected) {
+    const auto mismatches = ggufkit::compare_manifests(*expected, actual);
+    if (args.json) {
+      out = check_json(mismatches, expected->tensors.size());
+    } else {
+      for (const ManifestMismatch& m : mismatches) {
+        out += m.name.empty() ? fmt::format("{}: {}\n", m.kind, m.message)
+                              : fmt::format("{} {}: {}\n", m.kind, shorten_for_display(m.name, 120), m.message);
+      }
+      out += fmt::format("{}: {} ({} tensors and {} file(s) checked with {}, {} mismatch{})\n", args.file,
+                         mismatches.empty() ? "OK" : "FAILED", expected->tensors.size(), expected->files.size(),
+                         ggufkit::digest_algorithm_name(*algorithm), mismatches.size(),
+                         mismatches.size() == 1 ? "" : "es");
+    }
+    status = mismatches.empty() ? kOk : kProblemFound;
+  } else {
+    out = args.json ? manifest_json(actual) : ggufkit::format_manifest(actual);
+  }
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) return kUsageOrIoError;
+  return status;
+}
+
+}  // namespace
+
+Runner register_hash(CLI::App& app) {
+  auto args = std::make_shared<HashArgs>();
+  CLI::App* cmd = app.add_subcommand("hash", "Digests of every tensor and file (a manifest), or verify a model "
+                                             "against a manifest");
+  cmd->add_option("file", args->file, "GGUF file, or the first shard of a split model")->required();
+  cmd->add_option("--algorithm,-a", args->algorithm, "xxh64 (fast, default) or sha256");
+  cmd->add_option("--check,-c", args->check, "Verify against this manifest (written by gguf hash); exit 1 on a mismatch");
+  cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");
+  return [args] { return run_hash(*args); };
+}
+
+}  // namespace gguf_cli
