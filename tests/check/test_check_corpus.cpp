@@ -83,5 +83,43 @@ TEST(CheckCorpus, SplitModelsAreCheckedAsAWhole) {
   fs::remove_all(dir);
 }
 
+TEST(CheckCorpus, ShardsNamedOrGivenWrongly) {
+  GGUFKIT_REQUIRE_SHARED();
+  const fs::path source = *test::shared_dir() / "corpus/tiny-llama/tiny-llama-q8_0.gguf";
+  auto input = GgufFile::open(source);
+  ASSERT_TRUE(input);
+  const fs::path dir = test::temp_dir("check-split-names");
+  auto plan = plan_split(*input, (dir / "m").string(), SplitLimits{0, 8});
+  ASSERT_TRUE(plan);
+  ASSERT_TRUE(write_split(*input, *plan, SplitWriteOptions{false, source, {}}));
+  const auto has = [](const CheckReport& r, std::string_view code) {
+    for (const Finding& f : r.findings) {
+      if (f.code == code) return true;
+    }
+    return false;
+  };
+  // A later shard alone: its structure, and a pointer to the first.
+  auto second = check_file(plan->shards[1].path);
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(has(*second, "split.not_first_shard")) << described(*second);
+  EXPECT_FALSE(second->complete);
+  // The first shard renamed: llama.cpp cannot find the others.
+  const fs::path renamed = dir / "renamed.gguf";
+  fs::copy_file(plan->shards[0].path, renamed);
+  auto lost = check_file(renamed);
+  ASSERT_TRUE(lost);
+  EXPECT_TRUE(has(*lost, "split.bad_name")) << described(*lost);
+  EXPECT_FALSE(lost->passed(false));
+  // A shard of another split in place of shard 2: the loader's consistency rules fail.
+  auto other_plan = plan_split(*input, (dir / "o").string(), SplitLimits{0, 4});
+  ASSERT_TRUE(other_plan);
+  ASSERT_TRUE(write_split(*input, *other_plan, SplitWriteOptions{false, source, {}}));
+  fs::copy_file(other_plan->shards[1].path, plan->shards[1].path, fs::copy_options::overwrite_existing);
+  auto mixed = check_file(plan->shards[0].path);
+  ASSERT_TRUE(mixed);
+  EXPECT_TRUE(has(*mixed, "split.inconsistent")) << described(*mixed);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ggufkit

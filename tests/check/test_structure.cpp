@@ -255,3 +255,58 @@ TEST(CheckStructure, MutatedFilesNeverStopTheCheck) {
 
 }  // namespace
 }  // namespace ggufkit
+
+namespace ggufkit {
+namespace {
+
+using test::RawGguf;
+namespace tt = test::ggml_type;
+
+// A small quantized model whose general.* keys are chosen by the caller.
+CheckReport with_file_type_keys(uint32_t file_type, uint32_t quantization_version, int32_t tensor_type) {
+  RawGguf g;
+  g.header(3, 1, 4);
+  g.kv_string("general.architecture", "test-arch");
+  g.kv_string("tokenizer.ggml.model", "none");
+  g.kv_u32("general.file_type", file_type);
+  g.kv_u32("general.quantization_version", quantization_version);
+  g.tensor_info("a.weight", {256, 2}, tensor_type, 0);
+  g.pad_to(32);
+  g.zeros(1024);
+  return check_bytes(g.span());
+}
+
+size_t count_code(const CheckReport& r, std::string_view code) {
+  size_t n = 0;
+  for (const Finding& f : r.findings) n += f.code == code;
+  return n;
+}
+
+TEST(CheckMetadata, FileTypeIdsAndQuantizationVersion) {
+  // Consistent: Q8_0 file of q8_0 tensors, version 2.
+  const CheckReport good = with_file_type_keys(7, 2, tt::kQ8_0);
+  EXPECT_EQ(count_code(good, "metadata.unknown_file_type") + count_code(good, "metadata.removed_file_type") +
+                count_code(good, "metadata.quantization_version") + count_code(good, "metadata.file_type_mismatch"),
+            0u);
+  EXPECT_EQ(count_code(with_file_type_keys(500, 2, tt::kQ8_0), "metadata.unknown_file_type"), 1u);
+  EXPECT_EQ(count_code(with_file_type_keys(5, 2, tt::kQ8_0), "metadata.removed_file_type"), 1u);  // Q4_2
+  EXPECT_EQ(count_code(with_file_type_keys(7, 1, tt::kQ8_0), "metadata.quantization_version"), 1u);
+}
+
+TEST(CheckCompat, TypeMixAndRecentTypes) {
+  const CheckReport q8 = with_file_type_keys(7, 2, tt::kQ8_0);
+  ASSERT_EQ(count_code(q8, "compat.types"), 1u);
+  EXPECT_EQ(count_code(q8, "compat.recent_type"), 0u);
+  for (const Finding& f : q8.findings) {
+    if (f.code == "compat.types") {
+      EXPECT_NE(f.message.find("q8_0 x1"), std::string::npos) << f.message;
+    }
+  }
+  // MXFP4 (id 39): read by the llama.cpp we track, refused by engines built before it.
+  const CheckReport mx = with_file_type_keys(38, 2, 39);
+  ASSERT_EQ(count_code(mx, "compat.recent_type"), 1u);
+  EXPECT_EQ(mx.count(Severity::error), 0u);
+}
+
+}  // namespace
+}  // namespace ggufkit
