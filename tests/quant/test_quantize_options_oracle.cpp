@@ -9,6 +9,7 @@
 #include "ggufkit/conventions.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/writer.h"
 #include "llama_quantize_oracle.h"
 #include "test_support.h"
 
@@ -91,14 +92,36 @@ class QuantizeOptionsOracle : public ::testing::Test {
     return std::nullopt;
   }
 
+  // tiny-llama-f16 with an output.weight of its own (a copy of token_embd): tiny-llama's
+  // token_embd doubles as the output, so output.weight's options need this model.
+  fs::path untied_model() {
+    const fs::path path = dir_ / "untied-f16.gguf";
+    auto tiny = GgufFile::open(corpus("tiny-llama-f16.gguf"));
+    if (!tiny) return {};
+    GgufBuilder b;
+    for (const KeyValue& kv : tiny->metadata()) (void)b.set(kv.key, MetadataValue::copy_of(kv.value));
+    for (const TensorInfo& t : tiny->tensors()) {
+      if (!b.add_tensor(t.name, t.type, t.shape(), tiny->tensor_data(t))) return {};
+      if (t.name == "token_embd.weight" && !b.add_tensor("output.weight", t.type, t.shape(), tiny->tensor_data(t))) {
+        return {};
+      }
+    }
+    if (!b.write_file(path)) return {};
+    return path;
+  }
+
   const LlamaQuantizeOracle* oracle_ = nullptr;
   fs::path dir_;
 };
 
 TEST_F(QuantizeOptionsOracle, OutputAndTokenEmbeddingTypes) {
-  const fs::path f16 = corpus("tiny-llama-f16.gguf");
-  for (const char* preset : {"Q4_K_M", "Q4_0", "Q8_0", "F16"}) {
-    SCOPED_TRACE(preset);
+  const fs::path untied = untied_model();
+  ASSERT_FALSE(untied.empty());
+  for (const auto& [f16, preset] : std::vector<std::pair<fs::path, std::string>>{
+           {corpus("tiny-llama-f16.gguf"), "Q4_K_M"}, {corpus("tiny-llama-f16.gguf"), "Q4_0"},
+           {corpus("tiny-llama-f16.gguf"), "Q8_0"}, {corpus("tiny-llama-f16.gguf"), "F16"},
+           {untied, "Q4_K_M"}, {untied, "Q3_K_S"}, {untied, "Q4_0"}, {untied, "F16"}}) {
+    SCOPED_TRACE(preset + " from " + f16.filename().string());
     LlamaQuantizeRequest out;
     out.output_tensor_type = ggml(TensorType::Q8_0);
     EXPECT_EQ(compare(f16, preset, {"--output-tensor-type", "q8_0"}, out), "");
@@ -118,13 +141,10 @@ TEST_F(QuantizeOptionsOracle, OutputAndTokenEmbeddingTypes) {
 TEST_F(QuantizeOptionsOracle, OutputTypeIsVisible) {
   // The option has an effect: the output (or the token_embd that doubles as it) becomes Q8_0.
   const fs::path out = dir_ / "x.gguf";
-  const CommandResult r = run_gguf({"quantize", corpus("tiny-llama-f16.gguf").string(), out.string(), "Q4_0",
+  const CommandResult r = run_gguf({"quantize", untied_model().string(), out.string(), "Q4_0",
                                     "--output-tensor-type", "q8_0", "--token-embedding-type", "q5_0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto output = type_in(out, "output.weight");
-  if (output) {
-    EXPECT_EQ(*output, TensorType::Q8_0);
-  }
+  EXPECT_EQ(type_in(out, "output.weight"), TensorType::Q8_0);
   EXPECT_EQ(type_in(out, "token_embd.weight"), TensorType::Q5_0);
   const CommandResult dry = run_gguf({"quantize", corpus("tiny-llama-f16.gguf").string(), (dir_ / "y.gguf").string(),
                                       "Q4_0", "--token-embedding-type", "q5_0", "--dry-run"});
@@ -134,12 +154,20 @@ TEST_F(QuantizeOptionsOracle, OutputTypeIsVisible) {
 }
 
 TEST_F(QuantizeOptionsOracle, LeaveOutputTensor) {
+  const fs::path untied = untied_model();
+  ASSERT_FALSE(untied.empty());
   for (const char* preset : {"Q4_K_M", "Q4_0", "Q6_K"}) {
     SCOPED_TRACE(preset);
     LlamaQuantizeRequest leave;
     leave.quantize_output_tensor = false;
+    EXPECT_EQ(compare(untied, preset, {"--leave-output-tensor"}, leave), "");
     EXPECT_EQ(compare(corpus("tiny-llama-f16.gguf"), preset, {"--leave-output-tensor"}, leave), "");
   }
+  const fs::path out = dir_ / "x.gguf";
+  const CommandResult r = run_gguf({"quantize", untied.string(), out.string(), "Q4_0", "--leave-output-tensor"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(type_in(out, "output.weight"), TensorType::F16);
+  EXPECT_EQ(type_in(out, "token_embd.weight"), TensorType::Q4_0);
 }
 
 TEST_F(QuantizeOptionsOracle, TensorTypePatterns) {
@@ -162,6 +190,17 @@ TEST_F(QuantizeOptionsOracle, TensorTypePatterns) {
     pure_args.push_back("--pure");
     EXPECT_EQ(compare(f16, preset, pure_args, pure), "");
   }
+  // A pattern naming output.weight, on a model that has one; --output-tensor-type wins over it.
+  const fs::path untied = untied_model();
+  ASSERT_FALSE(untied.empty());
+  LlamaQuantizeRequest output = request;
+  output.tensor_types.insert(output.tensor_types.begin(), {"^output", ggml(TensorType::Q5_1)});
+  std::vector<std::string> output_args = {"--tensor-type", "^output=q5_1"};
+  output_args.insert(output_args.end(), args.begin(), args.end());
+  EXPECT_EQ(compare(untied, "Q4_K_M", output_args, output), "");
+  output.output_tensor_type = ggml(TensorType::Q8_0);
+  output_args.insert(output_args.end(), {"--output-tensor-type", "q8_0"});
+  EXPECT_EQ(compare(untied, "Q4_K_M", output_args, output), "");
   // F16 has no quantized default type: llama.cpp ignores the patterns, so do we.
   EXPECT_EQ(compare(f16, "F16", args, request), "");
   // --token-embedding-type wins over a pattern naming token_embd.
