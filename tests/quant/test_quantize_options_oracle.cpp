@@ -211,6 +211,16 @@ TEST_F(QuantizeOptionsOracle, TensorTypePatterns) {
   EXPECT_EQ(compare(f16, "Q4_K_M", embd_args, embd), "");
 }
 
+// A pattern giving a tensor a type that needs an importance matrix: llama.cpp refuses, so do we.
+TEST_F(QuantizeOptionsOracle, TensorTypeNeedingAnImportanceMatrixIsRefused) {
+  LlamaQuantizeRequest request;
+  request.tensor_types = {{"attn_q", ggml(TensorType::IQ2_XXS)}};
+  const std::string result =
+      compare(corpus("tiny-llama-f16.gguf"), "Q4_K_M", {"--tensor-type", "attn_q=iq2_xxs"}, request);
+  EXPECT_EQ(result.rfind("both refused", 0), 0u) << result;
+  EXPECT_NE(result.find("importance matrix"), std::string::npos) << result;
+}
+
 TEST_F(QuantizeOptionsOracle, TensorTypeFile) {
   const fs::path list = dir_ / "types.txt";
   std::ofstream(list) << "ffn_down=q8_0 attn_q=q5_1\n\nblk\\.0\\.=f16\n";
@@ -249,7 +259,7 @@ TEST_F(QuantizeOptionsOracle, RequantizeNeedsTheFlag) {
     // Without --allow-requantize both refuse.
     LlamaQuantizeRequest refused;
     EXPECT_EQ(compare(corpus(source), "Q4_0", {}, refused).rfind("both refused", 0), 0u) << source;
-    for (const char* preset : {"Q4_0", "Q4_K_M", "Q8_0", "Q3_K_M", "F16"}) {
+    for (const char* preset : {"Q4_0", "Q4_K_M", "Q8_0", "Q3_K_M", "Q6_K", "IQ4_NL", "F16"}) {
       if (!quant_capabilities(*file_type_default_type(*parse_file_type(preset))).quantize) continue;
       SCOPED_TRACE(std::string(preset) + " from " + source);
       LlamaQuantizeRequest request;
