@@ -3,7 +3,9 @@
 //
 // The presets' per-tensor type rules (Q4_K_M and friends) are one table in
 // src/quantize/preset_rules.cpp; --pure gives every tensor llama-quantize would convert one type.
-// Not yet: importance matrices (presets whose tensors need one are refused), type overrides.
+// Type overrides follow llama-quantize's options: --output-tensor-type, --token-embedding-type,
+// --tensor-type REGEX=TYPE, --leave-output-tensor; --override-kv sets metadata in the output.
+// Not yet: importance matrices (presets whose tensors need one are refused).
 #pragma once
 
 #include <atomic>
@@ -18,13 +20,44 @@
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/split.h"
+#include "ggufkit/value.h"
 
 namespace ggufkit {
+
+// --tensor-type PATTERN=TYPE: tensors whose name contains a match of the regular expression
+// (ECMAScript, std::regex_search) get TYPE. The first matching override wins; they apply only when
+// the file type's default type is quantized, as in llama.cpp.
+struct TensorTypeOverride {
+  std::string pattern;
+  TensorType type = TensorType::F32;
+};
+
+// --override-kv KEY=TYPE:VALUE: a key set in the output's metadata, after the quantization keys
+// (moved to the end, as gguf_set_val does). Ints are written as u32 of their absolute value, floats
+// as f32, as llama_model_quantize does.
+struct MetadataOverride {
+  std::string key;
+  MetadataValue value;
+};
+
+// llama-quantize's syntax: "attn_q=q8_0" (the pattern is lower-cased, as llama-quantize does).
+Expected<TensorTypeOverride> parse_tensor_type_override(std::string_view text);
+// "general.name=str:x", "k=int:3", "k=float:0.5", "k=bool:true" (llama.cpp's llama_model_kv_override
+// syntax and limits: keys under 128 bytes, strings under 128).
+Expected<MetadataOverride> parse_metadata_override(std::string_view text);
 
 struct QuantizeOptions {
   uint32_t file_type = 0;        // a llama_ftype id: what general.file_type says, and the default type
   bool pure = true;              // every convertible tensor gets the file type's default type; false: the preset's rules
-  bool quantize_output_tensor = true;
+  bool quantize_output_tensor = true;  // false: output.weight is copied (--leave-output-tensor)
+  // output.weight's type, and token_embd's when it doubles as the output (--output-tensor-type).
+  std::optional<TensorType> output_tensor_type;
+  // token_embd.weight's (and per_layer_token_embd's) type (--token-embedding-type).
+  std::optional<TensorType> token_embedding_type;
+  std::vector<TensorTypeOverride> tensor_types;
+  std::vector<MetadataOverride> metadata_overrides;
+  // Quantized input tensors are dequantized and quantized again; without it they are refused.
+  bool allow_requantize = false;
   Threads threads{0};
   // Set from another thread (a signal handler) to stop; the output is then not written.
   const std::atomic<bool>* cancel = nullptr;

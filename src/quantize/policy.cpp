@@ -1,7 +1,10 @@
 // Which tensors llama.cpp quantizes, to what, and in which order it writes them
 // (src/llama-quant.cpp and src/llama-model-loader.h of llama.cpp 80fb11ac, as behaviour).
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -155,20 +158,62 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
     for (const TensorPlan& p : plan.tensors) infos.push_back(p.tensor);
     chooser.emplace(options.file_type, *default_type, preset_rules::model_facts(metadata, infos));
   }
+  // Compiled once; a bad pattern is the caller's error, not an exception.
+  std::vector<std::pair<std::regex, TensorType>> patterns;
+  for (const TensorTypeOverride& o : options.tensor_types) {
+    try {
+      patterns.emplace_back(std::regex(o.pattern), o.type);
+    } catch (const std::regex_error& e) {
+      return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("--tensor-type '{}': {}", o.pattern, e.what()));
+    }
+  }
+  const auto first_pattern = [&](std::string_view name) -> std::optional<TensorType> {
+    const std::string s(name);
+    for (const auto& [re, type] : patterns) {
+      if (std::regex_search(s, re)) return type;
+    }
+    return std::nullopt;
+  };
+  const bool tied_embeddings = std::ranges::none_of(plan.tensors, [](const TensorPlan& p) { return p.tensor->name == "output.weight"; });
   for (TensorPlan& p : plan.tensors) {
     const TensorInfo& t = *p.tensor;
     if (tensor_allows_quantization(t.name, t, options)) {
-      TensorType wanted = *default_type;
-      if (chooser) {
-        auto chosen = chooser->choose(t);
-        if (!chosen) return chosen.error();
-        wanted = *chosen;
+      // llama_tensor_get_type's order: the embedding and output types first (no fallback), then
+      // the --tensor-type patterns, then the preset's rules.
+      const bool token_embd = t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight";
+      // per_layer_token_embd is a table of its own: a --tensor-type naming it wins over
+      // --token-embedding-type.
+      const bool named = t.name == "per_layer_token_embd.weight" && first_pattern(t.name);
+      if (options.token_embedding_type && token_embd && !named) {
+        p.target = *options.token_embedding_type;
+        p.note = "--token-embedding-type";
+      } else if (options.output_tensor_type && t.name == "output.weight") {
+        p.target = *options.output_tensor_type;
+        p.note = "--output-tensor-type";
+      } else if (!type_traits(*default_type).quantized) {
+        p.target = *default_type;
+      } else {
+        TensorType wanted = *default_type;
+        if (const auto manual = first_pattern(t.name)) {
+          wanted = *manual;
+          p.note = "--tensor-type";
+        } else if (chooser && options.output_tensor_type && tied_embeddings && token_embd) {
+          // The preset gives a token_embd that doubles as the output the output's type.
+          wanted = *options.output_tensor_type;
+          p.note = "--output-tensor-type";
+        } else if (chooser) {
+          auto chosen = chooser->choose(t);
+          if (!chosen) return chosen.error();
+          wanted = *chosen;
+          if (wanted != *default_type) p.note = "preset rule";
+        }
+        std::string fallback;
+        p.target = type_traits(wanted).quantized ? with_fallback(wanted, t, fallback) : wanted;
+        if (!fallback.empty()) p.note = fallback;
       }
-      p.target = type_traits(wanted).quantized ? with_fallback(wanted, t, p.note) : wanted;
-      if (p.note.empty() && wanted != *default_type) p.note = "preset rule";
-      if (chooser && preset_rules::needs_importance_matrix(t.name, p.target, options.file_type)) {
+      if (preset_rules::needs_importance_matrix(t.name, p.target, options.file_type)) {
         return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
-                          fmt::format("this preset makes the tensor {}, which llama.cpp writes only with an "
+                          fmt::format("the tensor would be {}, which llama.cpp writes only with an "
                                       "importance matrix (not supported yet)", type_name(p.target)));
       }
       p.convert = p.target != t.type;
@@ -199,6 +244,54 @@ Expected<QuantizePlan> plan_quantize(const SplitModel& input, const QuantizeOpti
   auto plan = plan_tensors(input.metadata_file(), tensors, options);
   if (plan) plan->byte_order = *order;
   return plan;
+}
+
+Expected<TensorTypeOverride> parse_tensor_type_override(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("'{}' is not PATTERN=TYPE", text));
+  }
+  if (eq == 0) return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("'{}': no tensor pattern", text));
+  const auto type = parse_tensor_type(text.substr(eq + 1));
+  if (!type) {
+    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("'{}': '{}' is not a tensor type", text, text.substr(eq + 1)));
+  }
+  TensorTypeOverride o;
+  o.pattern = std::string(text.substr(0, eq));
+  // llama-quantize lower-cases the pattern (tensor names are lower case).
+  std::ranges::transform(o.pattern, o.pattern.begin(), [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  o.type = *type;
+  return o;
+}
+
+Expected<MetadataOverride> parse_metadata_override(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("--override-kv '{}': {}", text, why));
+  };
+  const auto eq = text.find('=');
+  // llama_model_kv_override holds keys and strings in 128-byte arrays.
+  if (eq == std::string_view::npos || eq >= 128) return bad("not KEY=TYPE:VALUE");
+  MetadataOverride o;
+  o.key = std::string(text.substr(0, eq));
+  const std::string rest(text.substr(eq + 1));
+  // As llama.cpp: atol/atof read what number they can (nothing gives 0).
+  if (rest.starts_with("int:")) {
+    // Written as u32 of the absolute value, as llama_model_quantize does.
+    const long long v = std::atoll(rest.c_str() + 4);
+    o.value = MetadataValue::of<uint32_t>(static_cast<uint32_t>(v < 0 ? -static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v)));
+  } else if (rest.starts_with("float:")) {
+    o.value = MetadataValue::of<float>(static_cast<float>(std::atof(rest.c_str() + 6)));
+  } else if (rest.starts_with("bool:")) {
+    const std::string_view v = std::string_view(rest).substr(5);
+    if (v != "true" && v != "false") return bad("a bool is true or false");
+    o.value = MetadataValue::of<bool>(v == "true");
+  } else if (rest.starts_with("str:")) {
+    if (rest.size() - 4 > 127) return bad("a string value is at most 127 bytes");
+    o.value = MetadataValue::string(std::string_view(rest).substr(4));
+  } else {
+    return bad("the type is int, float, bool or str");
+  }
+  return o;
 }
 
 }  // namespace ggufkit

@@ -271,6 +271,11 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
   }
   (void)b.set(keys::kQuantizationVersion, MetadataValue::of<uint32_t>(kQuantizationVersion));
   (void)b.set(keys::kFileType, MetadataValue::of<uint32_t>(options.file_type));
+  // --override-kv: each key removed and added again at the end, as gguf_set_val does.
+  for (const MetadataOverride& o : options.metadata_overrides) {
+    b.remove(o.key);
+    if (auto r = b.set(o.key, o.value); !r) return r;
+  }
 
   // The builder's producers point into the stream; its destructor joins the driver thread.
   ConversionStream stream(quant::ThreadPool::resolve(options.threads.count), options.cancel);
@@ -284,10 +289,10 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
       return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
                         fmt::format("cannot read {} tensors as floats", type_name(t.type)));
     }
-    if (type_traits(t.type).quantized) {
+    if (type_traits(t.type).quantized && !options.allow_requantize) {
       return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
-                        fmt::format("the tensor is already quantized ({}); requantizing comes with the full quantize "
-                                    "command", type_name(t.type)));
+                        fmt::format("the tensor is already quantized ({}); requantizing is disabled "
+                                    "(--allow-requantize)", type_name(t.type)));
     }
     if (!quant_capabilities(p.target).quantize) {
       return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),

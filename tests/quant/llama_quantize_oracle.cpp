@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 namespace {
 
@@ -24,6 +26,22 @@ struct QuantizeParams {
   const void* tt_overrides;
   const int32_t* prune_layers;
   size_t max_buf_size;
+};
+
+// struct llama_model_kv_override and llama_model_tensor_override (llama.h).
+struct KvOverride {
+  int tag;
+  char key[128];
+  union {
+    int64_t val_i64;
+    double val_f64;
+    bool val_bool;
+    char val_str[128];
+  };
+};
+struct TensorOverride {
+  const char* pattern;
+  int type;
 };
 
 using DefaultParams = QuantizeParams (*)();
@@ -70,5 +88,37 @@ bool LlamaQuantizeOracle::quantize(const std::string& in, const std::string& out
   params.ftype = static_cast<int>(file_type);
   params.pure = pure;
   params.nthread = threads;
+  return run(in.c_str(), out.c_str(), &params) == 0;
+}
+
+bool LlamaQuantizeOracle::quantize(const std::string& in, const std::string& out,
+                                   const LlamaQuantizeRequest& request) const {
+  auto defaults = reinterpret_cast<DefaultParams>(dlsym(handle_, "llama_model_quantize_default_params"));
+  auto run = reinterpret_cast<Quantize>(dlsym(handle_, "llama_model_quantize"));
+  QuantizeParams params = defaults();
+  params.ftype = static_cast<int>(request.file_type);
+  params.pure = request.pure;
+  params.nthread = request.threads;
+  if (request.output_tensor_type >= 0) params.output_tensor_type = request.output_tensor_type;
+  if (request.token_embedding_type >= 0) params.token_embedding_type = request.token_embedding_type;
+  params.allow_requantize = request.allow_requantize;
+  params.quantize_output_tensor = request.quantize_output_tensor;
+  std::vector<TensorOverride> tensor_types;
+  for (const auto& [pattern, type] : request.tensor_types) tensor_types.push_back({pattern.c_str(), type});
+  tensor_types.push_back({nullptr, 0});
+  if (!request.tensor_types.empty()) params.tt_overrides = tensor_types.data();
+  std::vector<KvOverride> kvs;
+  for (const auto& kv : request.kv_overrides) {
+    KvOverride o{};
+    o.tag = kv.tag;
+    std::strncpy(o.key, kv.key.c_str(), sizeof o.key - 1);
+    if (kv.tag == 0) o.val_i64 = kv.i;
+    if (kv.tag == 1) o.val_f64 = kv.f;
+    if (kv.tag == 2) o.val_bool = kv.b;
+    if (kv.tag == 3) std::strncpy(o.val_str, kv.s.c_str(), sizeof o.val_str - 1);
+    kvs.push_back(o);
+  }
+  kvs.push_back(KvOverride{});  // the terminator: an empty key
+  if (!request.kv_overrides.empty()) params.kv_overrides = kvs.data();
   return run(in.c_str(), out.c_str(), &params) == 0;
 }

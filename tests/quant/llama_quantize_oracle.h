@@ -4,6 +4,31 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
+
+// The llama_model_quantize_params fields the quantize options tests set. Types are ggml_type ids
+// (ggufkit's TensorType values); -1 leaves llama.cpp's default.
+struct LlamaQuantizeRequest {
+  uint32_t file_type = 0;
+  bool pure = false;
+  int threads = 2;
+  int output_tensor_type = -1;
+  int token_embedding_type = -1;
+  bool allow_requantize = false;
+  bool quantize_output_tensor = true;
+  std::vector<std::pair<std::string, int>> tensor_types;  // pattern, type (tt_overrides)
+  // kv_overrides: tag 0 int, 1 float, 2 bool, 3 str (llama_model_kv_override_type).
+  struct Kv {
+    std::string key;
+    int tag = 0;
+    int64_t i = 0;
+    double f = 0;
+    bool b = false;
+    std::string s;
+  };
+  std::vector<Kv> kv_overrides;
+};
 
 class LlamaQuantizeOracle {
  public:
@@ -11,6 +36,7 @@ class LlamaQuantizeOracle {
   static const LlamaQuantizeOracle* get(std::string* why_not);
   // llama_model_quantize(in, out, {ftype, pure, nthread}); true on success.
   bool quantize(const std::string& in, const std::string& out, uint32_t file_type, bool pure, int threads) const;
+  bool quantize(const std::string& in, const std::string& out, const LlamaQuantizeRequest& request) const;
 
  private:
   void* handle_ = nullptr;

@@ -1,9 +1,11 @@
-// gguf quantize IN OUT TYPE [--pure] [--threads N] [--dry-run]: llama-quantize's job, byte for byte.
+// gguf quantize IN OUT TYPE [--pure] [--threads N] [--dry-run] [llama-quantize's type and metadata
+// options]: llama-quantize's job, byte for byte.
 // Without --pure, TYPE's preset chooses each tensor's type as llama-quantize does (Q4_K_M gives some
 // tensors Q6_K...).
 #include <csignal>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -19,6 +21,10 @@ struct QuantizeArgs {
   std::string input, output, type;
   bool pure = false;
   bool dry_run = false;
+  bool leave_output_tensor = false;
+  bool allow_requantize = false;
+  std::string output_tensor_type, token_embedding_type;
+  std::vector<std::string> tensor_types, tensor_type_files, override_kv;
   unsigned threads = 0;
 };
 
@@ -32,7 +38,55 @@ std::optional<uint32_t> resolve_file_type(const std::string& name) {
   return ggufkit::parse_file_type(name);
 }
 
+// --output-tensor-type and --token-embedding-type: any tensor type name, in any case.
+bool parse_type_option(const char* flag, const std::string& text, std::optional<ggufkit::TensorType>& out) {
+  if (text.empty()) return true;
+  out = ggufkit::parse_tensor_type(text);
+  if (!out) fmt::print(stderr, "gguf: {} '{}' is not a tensor type (q8_0, q6_K, f16...)\n", flag, text);
+  return out.has_value();
+}
+
+// The overrides in llama-quantize's order: a file's PATTERN=TYPE words (separated by white space)
+// where --tensor-type-file stands, the --tensor-type options in theirs. CLI11 keeps each option's
+// values in order, not the interleaving, so files come after the single options.
+bool collect_tensor_types(const QuantizeArgs& args, std::vector<ggufkit::TensorTypeOverride>& out) {
+  std::vector<std::string> words = args.tensor_types;
+  for (const auto& file : args.tensor_type_files) {
+    std::ifstream in(file);
+    if (!in) {
+      fmt::print(stderr, "gguf: --tensor-type-file: cannot open {}\n", file);
+      return false;
+    }
+    for (std::string word; in >> word;) words.push_back(word);
+  }
+  for (const auto& word : words) {
+    auto o = ggufkit::parse_tensor_type_override(word);
+    if (!o) {
+      fmt::print(stderr, "gguf: --tensor-type: {}\n", o.error().message);
+      return false;
+    }
+    out.push_back(std::move(*o));
+  }
+  return true;
+}
+
 int run_quantize(const QuantizeArgs& args) {
+  ggufkit::QuantizeOptions options;
+  if (!parse_type_option("--output-tensor-type", args.output_tensor_type, options.output_tensor_type) ||
+      !parse_type_option("--token-embedding-type", args.token_embedding_type, options.token_embedding_type) ||
+      !collect_tensor_types(args, options.tensor_types)) {
+    return kUsageOrIoError;
+  }
+  for (const auto& text : args.override_kv) {
+    auto o = ggufkit::parse_metadata_override(text);
+    if (!o) {
+      fmt::print(stderr, "gguf: {}\n", o.error().message);
+      return kUsageOrIoError;
+    }
+    options.metadata_overrides.push_back(std::move(*o));
+  }
+  options.quantize_output_tensor = !args.leave_output_tensor;
+  options.allow_requantize = args.allow_requantize;
   const auto file_type = resolve_file_type(args.type);
   if (!file_type || !ggufkit::file_type_default_type(*file_type)) {
     fmt::print(stderr, "gguf: '{}' is not a quantization type (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...)\n", args.type);
@@ -52,7 +106,6 @@ int run_quantize(const QuantizeArgs& args) {
     }
   }
 
-  ggufkit::QuantizeOptions options;
   options.file_type = *file_type;
   options.pure = args.pure;
   options.threads = ggufkit::Threads{args.threads};
@@ -66,6 +119,14 @@ int run_quantize(const QuantizeArgs& args) {
     for (const auto& p : plan->tensors) {
       fmt::print("{:<40} {:>8} -> {:<8} {}\n", p.tensor->name, ggufkit::type_name(p.tensor->type),
                  ggufkit::type_name(p.target), p.convert ? p.note : "copied");
+    }
+    for (const auto& o : options.metadata_overrides) fmt::print("metadata: {} set\n", o.key);
+    if (!args.allow_requantize) {
+      for (const auto& p : plan->tensors) {
+        if (p.convert && ggufkit::type_traits(p.tensor->type).quantized) {
+          fmt::print("{} is already quantized: quantizing needs --allow-requantize\n", p.tensor->name);
+        }
+      }
     }
     fmt::print("tensor data: {} ({} bytes)\n", human_bytes(plan->tensor_bytes), plan->tensor_bytes);
     return kOk;
@@ -113,6 +174,22 @@ Runner register_quantize(CLI::App& app) {
   cmd->add_flag("--pure", args->pure, "Every quantizable tensor gets the type (llama-quantize --pure); without it TYPE's preset chooses per tensor");
   cmd->add_flag("--dry-run", args->dry_run, "Print each tensor's type and the data size; write nothing");
   cmd->add_option("--threads", args->threads, "Threads (default: one per core)");
+  cmd->add_option("--output-tensor-type", args->output_tensor_type,
+                  "Type of output.weight (and of token_embd when it doubles as the output)");
+  cmd->add_option("--token-embedding-type", args->token_embedding_type, "Type of token_embd.weight");
+  cmd->add_flag("--leave-output-tensor", args->leave_output_tensor, "Copy output.weight as it is");
+  cmd->add_option("--tensor-type", args->tensor_types,
+                  "REGEX=TYPE: tensors whose name contains a match get TYPE (repeatable; the first match wins; "
+                  "only with a quantized TYPE, as llama-quantize)")
+      ->allow_extra_args(false);
+  cmd->add_option("--tensor-type-file", args->tensor_type_files,
+                  "A file of REGEX=TYPE words separated by spaces or newlines (after any --tensor-type)")
+      ->allow_extra_args(false);
+  cmd->add_option("--override-kv", args->override_kv,
+                  "KEY=TYPE:VALUE (TYPE int, float, bool or str): set a metadata key in the output (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--allow-requantize", args->allow_requantize,
+                "Dequantize quantized input tensors and quantize them again (quality suffers)");
   return [args] { return run_quantize(*args); };
 }
 
