@@ -202,7 +202,11 @@ TEST_F(SplitOracle, ShardsAreWhatLlamaGgufSplitWrites) {
       }
     }
   }
-  EXPECT_GT(compared, 100u);
+  // At least one shard per limit and input (the sample alone when ../shared is absent).
+  EXPECT_GE(compared, 3 * inputs.size());
+  if (shared_dir()) {
+    EXPECT_GT(compared, 100u);
+  }
   fs::remove_all(dir);
 }
 
