@@ -2,10 +2,14 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "ggufkit/reader.h"
+#include "ggufkit/tensor_types.h"
 
 namespace {
 
@@ -121,4 +125,25 @@ bool LlamaQuantizeOracle::quantize(const std::string& in, const std::string& out
   kvs.push_back(KvOverride{});  // the terminator: an empty key
   if (!request.kv_overrides.empty()) params.kv_overrides = kvs.data();
   return run(in.c_str(), out.c_str(), &params) == 0;
+}
+
+std::string first_difference(const std::string& ours, const std::string& theirs) {
+  auto a = ggufkit::GgufFile::open(ours);
+  auto b = ggufkit::GgufFile::open(theirs);
+  if (!a || !b) return "one of the files does not parse";
+  if (a->tensors().size() != b->tensors().size()) return "tensor counts differ";
+  for (size_t i = 0; i < a->tensors().size(); ++i) {
+    const ggufkit::TensorInfo& x = a->tensors()[i];
+    const ggufkit::TensorInfo& y = b->tensors()[i];
+    if (x.name != y.name) return "tensor order differs at " + std::string(y.name);
+    if (x.type != y.type) {
+      return std::string(x.name) + ": ours " + std::string(ggufkit::type_name(x.type)) + ", llama.cpp " +
+             std::string(ggufkit::type_name(y.type));
+    }
+    const auto dx = a->tensor_data(x), dy = b->tensor_data(y);
+    if (!std::equal(dx.begin(), dx.end(), dy.begin(), dy.end())) {
+      return std::string(x.name) + " (" + std::string(ggufkit::type_name(x.type)) + "): bytes differ";
+    }
+  }
+  return {};
 }

@@ -30,6 +30,10 @@ struct LlamaQuantizeRequest {
   std::vector<Kv> kv_overrides;
 };
 
+// Compares two quantized files tensor by tensor (order, names, types, bytes): a sentence naming
+// the first tensor that differs (with both types), or an empty string when they agree.
+std::string first_difference(const std::string& ours, const std::string& theirs);
+
 class LlamaQuantizeOracle {
  public:
   // Null when the oracle is not installed; why_not says why.

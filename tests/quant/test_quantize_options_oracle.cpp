@@ -19,28 +19,6 @@ using namespace ggufkit;
 using namespace ggufkit::test;
 namespace fs = std::filesystem;
 
-// The first tensor whose type or bytes differ, or an empty string.
-std::string first_difference(const fs::path& ours, const fs::path& theirs) {
-  auto a = GgufFile::open(ours);
-  auto b = GgufFile::open(theirs);
-  if (!a || !b) return "one of the files does not parse";
-  if (a->tensors().size() != b->tensors().size()) return "tensor counts differ";
-  for (size_t i = 0; i < a->tensors().size(); ++i) {
-    const TensorInfo& x = a->tensors()[i];
-    const TensorInfo& y = b->tensors()[i];
-    if (x.name != y.name) return "tensor order differs at " + std::string(y.name);
-    if (x.type != y.type) {
-      return std::string(x.name) + ": ours " + std::string(type_name(x.type)) + ", llama.cpp " +
-             std::string(type_name(y.type));
-    }
-    const auto dx = a->tensor_data(x), dy = b->tensor_data(y);
-    if (!std::equal(dx.begin(), dx.end(), dy.begin(), dy.end())) {
-      return std::string(x.name) + " (" + std::string(type_name(x.type)) + "): bytes differ";
-    }
-  }
-  return {};
-}
-
 int ggml(TensorType t) { return static_cast<int>(t); }
 
 class QuantizeOptionsOracle : public ::testing::Test {

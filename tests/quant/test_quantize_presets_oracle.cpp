@@ -26,28 +26,6 @@ constexpr const char* kPresets[] = {"Q4_0",   "Q4_1",   "Q5_0",   "Q5_1",   "Q8_
                                     "Q6_K",   "IQ4_NL", "IQ4_XS", "IQ3_S",  "IQ3_M",  "TQ1_0",  "TQ2_0",
                                     "MXFP4_MOE", "Q1_0", "Q2_0",  "BF16",   "F16",    "F32"};
 
-// The first tensor whose type or bytes differ, or an empty string.
-std::string first_difference(const fs::path& ours, const fs::path& theirs) {
-  auto a = GgufFile::open(ours);
-  auto b = GgufFile::open(theirs);
-  if (!a || !b) return "one of the files does not parse";
-  if (a->tensors().size() != b->tensors().size()) return "tensor counts differ";
-  for (size_t i = 0; i < a->tensors().size(); ++i) {
-    const TensorInfo& x = a->tensors()[i];
-    const TensorInfo& y = b->tensors()[i];
-    if (x.name != y.name) return "tensor order differs at " + std::string(y.name);
-    if (x.type != y.type) {
-      return std::string(x.name) + ": ours " + std::string(type_name(x.type)) + ", llama.cpp " +
-             std::string(type_name(y.type));
-    }
-    const auto dx = a->tensor_data(x), dy = b->tensor_data(y);
-    if (!std::equal(dx.begin(), dx.end(), dy.begin(), dy.end())) {
-      return std::string(x.name) + " (" + std::string(type_name(x.type)) + "): bytes differ";
-    }
-  }
-  return {};
-}
-
 // Quantizes `source` with the preset both ways. Returns what differs (empty: the same file).
 // A preset llama.cpp refuses (Q2_K_S wants an importance matrix for its Q2_K tensors) must be
 // refused by us too.
