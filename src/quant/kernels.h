@@ -35,6 +35,8 @@ void register_iquant_kernels(KernelTable& table);   // iq1_s iq1_m iq2_* iq3_* i
 void register_fp4_kernels(KernelTable& table);      // mxfp4 nvfp4
 void register_ternary_kernels(KernelTable& table);  // tq1_0 tq2_0
 void register_iq3s_quantizer(KernelTable& table);   // iq3_s quantize (after register_iquant_kernels)
+void register_iq2_quantizers(KernelTable& table);   // iq2_xxs iq2_xs iq2_s iq1_s iq1_m quantize (idem)
+void register_iq3xxs_quantizer(KernelTable& table); // iq3_xxs quantize (idem)
 
 const KernelTable& kernel_table();
 

@@ -21,6 +21,8 @@ const KernelTable& kernel_table() {
     register_fp4_kernels(t);
     register_ternary_kernels(t);
     register_iq3s_quantizer(t);
+    register_iq2_quantizers(t);
+    register_iq3xxs_quantizer(t);
     return t;
   }();
   return table;
