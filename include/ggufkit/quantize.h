@@ -5,7 +5,8 @@
 // src/quantize/preset_rules.cpp; --pure gives every tensor llama-quantize would convert one type.
 // Type overrides follow llama-quantize's options: --output-tensor-type, --token-embedding-type,
 // --tensor-type REGEX=TYPE, --leave-output-tensor; --override-kv sets metadata in the output.
-// Not yet: importance matrices (presets whose tensors need one are refused).
+// An importance matrix (imatrix.h) steers the quantizers and a few preset rules, as in llama.cpp;
+// the IQ1/IQ2/IQ3_XXS tensors of the lowest-bit presets need one.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/imatrix.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/split.h"
@@ -58,6 +60,17 @@ struct QuantizeOptions {
   std::vector<MetadataOverride> metadata_overrides;
   // Quantized input tensors are dequantized and quantized again; without it they are refused.
   bool allow_requantize = false;
+  // llama-imatrix's statistics (--imatrix), used when it has entries: passed to the quantizers per
+  // tensor (per expert for 3-D tensors), read by the preset rules, and named in the output's
+  // quantize.imatrix.* keys. It must outlive the plan.
+  const ImportanceMatrix* importance = nullptr;
+  std::string importance_file;  // quantize.imatrix.file's value (llama-quantize: the path as given)
+  // The output keeps the input's shards (--keep-split): tensors in the input's shard and data
+  // order, one output file per input shard (see quantize_model).
+  bool keep_split = false;
+  // Planning only (--dry-run): a tensor that needs an importance matrix none was given for is
+  // noted in its plan instead of failing the plan (quantize_model still refuses it).
+  bool dry_run = false;
   Threads threads{0};
   // Set from another thread (a signal handler) to stop; the output is then not written.
   const std::atomic<bool>* cancel = nullptr;
@@ -74,6 +87,9 @@ struct TensorPlan {
   bool convert = false;      // false: the bytes are copied
   uint64_t bytes = 0;        // the tensor's size in the output, without padding
   std::string note;          // why, when it is not the default type (fallbacks)
+  uint32_t shard = 0;        // the output shard (keep_split), else 0
+  // The importance weights the quantizer gets: ne[0] per expert, or empty.
+  std::span<const float> importance;
 };
 
 struct QuantizePlan {
@@ -82,7 +98,13 @@ struct QuantizePlan {
   // The input's byte order, and so the output's: converted tensors are read swapped to the host's
   // order and written swapped back, copied tensors keep their bytes.
   ByteOrder byte_order = ByteOrder::little;
+  uint32_t shard_count = 1;  // output files (keep_split)
 };
+
+// The output files of a plan: `output` itself, or with keep_split llama-quantize's shard names
+// (OUTPUT without ".gguf", then -00001-of-0000N.gguf, even for one shard).
+std::vector<std::filesystem::path> quantize_output_paths(const QuantizePlan& plan, const std::filesystem::path& output,
+                                                         const QuantizeOptions& options);
 
 // The ggml type a llama_ftype quantizes to by default (llama.cpp's table); nullopt for removed
 // or unknown ids.
@@ -97,7 +119,9 @@ bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor,
 Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options);
 Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path& output, const QuantizeOptions& options);
 // The same for a split model opened from its first shard: the output is one file, the one the
-// merged model would give (llama_model_quantize reads split models the same way).
+// merged model would give (llama_model_quantize reads split models the same way), or with
+// keep_split one file per input shard. Shards are written atomically; when one fails, those
+// already written are removed.
 Expected<QuantizePlan> plan_quantize(const SplitModel& input, const QuantizeOptions& options);
 Expected<void> quantize_model(const SplitModel& input, const std::filesystem::path& output, const QuantizeOptions& options);
 

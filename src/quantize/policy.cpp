@@ -2,6 +2,7 @@
 // (src/llama-quant.cpp and src/llama-model-loader.h of llama.cpp 80fb11ac, as behaviour).
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
@@ -135,7 +136,36 @@ namespace {
 struct SourceTensor {
   const TensorInfo* info;
   std::span<const std::byte> data;
+  uint32_t shard = 0;  // the input shard it is in
 };
+
+bool is_token_embedding(std::string_view name) {
+  return name == "token_embd.weight" || name == "per_layer_token_embd.weight";
+}
+
+// The importance weights of a tensor to convert, as llama_model_quantize picks them: the entry of
+// the tensor's name, which must hold ne[0] weights per expert (a mismatch is an error, except for
+// the token embeddings, which then get none). An IQ1/IQ2/IQ3_XXS target without weights is an error.
+Expected<void> attach_importance(TensorPlan& p, const ImportanceMatrix& matrix, uint32_t file_type) {
+  const TensorInfo& t = *p.tensor;
+  if (const ImportanceEntry* e = matrix.find(t.name)) {
+    const auto wanted = static_cast<uint64_t>(t.ne[0]) * static_cast<uint64_t>(t.ne[2]);
+    if (e->values.size() == wanted) {
+      p.importance = e->values;
+    } else if (!is_token_embedding(t.name)) {
+      return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
+                        fmt::format("the importance matrix has {} weights for this tensor, which needs {} "
+                                    "(ne[0] x experts): was it computed for another model?",
+                                    e->values.size(), wanted));
+    }
+  }
+  if (p.importance.empty() && preset_rules::needs_importance_matrix(t.name, p.target, file_type)) {
+    return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
+                      fmt::format("the importance matrix has no weights for this tensor, and {} needs them "
+                                  "(llama.cpp refuses too: the result would be garbage)", type_name(p.target)));
+  }
+  return {};
+}
 
 Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const SourceTensor> tensors,
                                     const QuantizeOptions& options) {
@@ -144,19 +174,44 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
     return make_error(ErrorCode::invalid_argument, 0, {},
                       "file type " + std::to_string(options.file_type) + " has no quantization type");
   }
+  const ImportanceMatrix* importance =
+      options.importance != nullptr && !options.importance->entries.empty() ? options.importance : nullptr;
+  if (importance != nullptr) {
+    for (const ImportanceEntry& e : importance->entries) {
+      if (!std::ranges::all_of(e.values, [](float v) { return std::isfinite(v); })) {
+        return make_error(ErrorCode::invalid_argument, 0, e.name, "the importance matrix holds a value that is not finite");
+      }
+    }
+  }
   QuantizePlan plan;
-  for (const SourceTensor& source : tensors) plan.tensors.push_back({source.info, source.data, source.info->type, false, 0, {}});
-  // llama.cpp's order, which is also the order the preset rules count attn_v and ffn tensors in.
-  std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const TensorPlan& a, const TensorPlan& b) {
-    const int la = layer_of(a.tensor->name), lb = layer_of(b.tensor->name);
-    return la != lb ? la < lb : a.tensor->name < b.tensor->name;
-  });
+  for (const SourceTensor& source : tensors) {
+    TensorPlan p{source.info, source.data, source.info->type, false, 0, {}, 0, {}};
+    if (options.keep_split) {
+      p.shard = source.shard;
+      plan.shard_count = std::max(plan.shard_count, source.shard + 1);
+    }
+    plan.tensors.push_back(std::move(p));
+  }
+  // llama.cpp's order, which is also the order the preset rules count attn_v and ffn tensors in:
+  // by layer and name, or with keep_split by shard and place in the shard.
+  if (options.keep_split) {
+    std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const TensorPlan& a, const TensorPlan& b) {
+      return a.shard != b.shard ? a.shard < b.shard : a.tensor->offset < b.tensor->offset;
+    });
+  } else {
+    std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const TensorPlan& a, const TensorPlan& b) {
+      const int la = layer_of(a.tensor->name), lb = layer_of(b.tensor->name);
+      return la != lb ? la < lb : a.tensor->name < b.tensor->name;
+    });
+  }
   // The preset rules apply to quantized file types only (F16, BF16, F32 convert every tensor).
   std::optional<preset_rules::TypeChooser> chooser;
   if (!options.pure && type_traits(*default_type).quantized) {
     std::vector<const TensorInfo*> infos;
     for (const TensorPlan& p : plan.tensors) infos.push_back(p.tensor);
-    chooser.emplace(options.file_type, *default_type, preset_rules::model_facts(metadata, infos));
+    auto facts = preset_rules::model_facts(metadata, infos);
+    facts.importance_matrix = importance != nullptr;
+    chooser.emplace(options.file_type, *default_type, std::move(facts));
   }
   // Compiled once; a bad pattern is the caller's error, not an exception.
   std::vector<std::pair<std::regex, TensorType>> patterns;
@@ -180,7 +235,7 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
     if (tensor_allows_quantization(t.name, t, options)) {
       // llama_tensor_get_type's order: the embedding and output types first (no fallback), then
       // the --tensor-type patterns, then the preset's rules.
-      const bool token_embd = t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight";
+      const bool token_embd = is_token_embedding(t.name);
       // per_layer_token_embd is a table of its own: a --tensor-type naming it wins over
       // --token-embedding-type.
       const bool named = t.name == "per_layer_token_embd.weight" && first_pattern(t.name);
@@ -211,12 +266,18 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
         p.target = type_traits(wanted).quantized ? with_fallback(wanted, t, fallback) : wanted;
         if (!fallback.empty()) p.note = fallback;
       }
-      if (preset_rules::needs_importance_matrix(t.name, p.target, options.file_type)) {
+      if (importance == nullptr && preset_rules::needs_importance_matrix(t.name, p.target, options.file_type) &&
+          options.dry_run) {
+        p.note = "needs an importance matrix (--imatrix)";
+      } else if (importance == nullptr && preset_rules::needs_importance_matrix(t.name, p.target, options.file_type)) {
         return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
-                          fmt::format("the tensor would be {}, which llama.cpp writes only with an "
-                                      "importance matrix (not supported yet)", type_name(p.target)));
+                          fmt::format("the tensor would be {}, which needs an importance matrix (--imatrix)",
+                                      type_name(p.target)));
       }
       p.convert = p.target != t.type;
+      if (p.convert && importance != nullptr) {
+        if (auto r = attach_importance(p, *importance, options.file_type); !r) return r.error();
+      }
     }
     const uint64_t rows = t.ne[0] == 0 ? 0 : static_cast<uint64_t>(t.n_elements() / t.ne[0]);
     p.bytes = *row_size(p.target, t.ne[0]) * rows;
@@ -240,7 +301,7 @@ Expected<QuantizePlan> plan_quantize(const SplitModel& input, const QuantizeOpti
   const auto order = input.byte_order();
   if (!order) return order.error();
   std::vector<SourceTensor> tensors;
-  for (const ModelTensor& t : input.tensors()) tensors.push_back({t.info, t.data});
+  for (const ModelTensor& t : input.tensors()) tensors.push_back({t.info, t.data, t.shard});
   auto plan = plan_tensors(input.metadata_file(), tensors, options);
   if (plan) plan->byte_order = *order;
   return plan;

@@ -61,6 +61,8 @@ enum class When : uint8_t {
   expert_tensor,        // a 3-D tensor of experts (bailingmoe3: only its ffn experts)
   type_is_q3_k_or_q4_k, // adjust rows: the type chosen so far
   is_70b,
+  with_imatrix,         // an importance matrix is given
+  without_imatrix,
 };
 
 enum class Stage : uint8_t { choose, adjust };
@@ -108,7 +110,8 @@ constexpr Rule kRules[] = {
   {Stage::choose, only({Q2_K}), Role::attn_v, kAlways, kAlways, T::Q3_K},
   {Stage::choose, only({Q2_K_S}), Role::attn_v, When::gqa_4, kAlways, T::Q4_K},
   {Stage::choose, only({IQ3_XXS}), Role::attn_v, When::gqa_4, kAlways, T::Q4_K},
-  {Stage::choose, only({IQ3_XXS}), Role::attn_v, kAlways, kAlways, T::IQ3_S},  // with an imatrix: IQ3_XXS
+  {Stage::choose, only({IQ3_XXS}), Role::attn_v, When::with_imatrix, kAlways, T::IQ3_XXS},
+  {Stage::choose, only({IQ3_XXS}), Role::attn_v, kAlways, kAlways, T::IQ3_S},
   {Stage::choose, only({IQ3_XS, IQ3_S}), Role::attn_v, When::gqa_4, kAlways, T::Q4_K},
   {Stage::choose, only({IQ3_M}), Role::attn_v, kAlways, kAlways, T::Q4_K},
   {Stage::choose, only({Q3_K_M}), Role::attn_v, When::first_two, kAlways, T::Q5_K},
@@ -125,11 +128,11 @@ constexpr Rule kRules[] = {
   {Stage::choose, only({IQ3_XXS}), Role::attn_k, kAlways, kAlways, T::IQ2_S},
   {Stage::choose, only({IQ3_XS}), Role::attn_q, kAlways, kAlways, T::IQ3_XXS},
   {Stage::choose, only({IQ3_XXS}), Role::attn_q, kAlways, kAlways, T::IQ2_S},
-  // ffn_down (Q4_0 and Q5_0 have one more rule, with an imatrix only)
+  // ffn_down
   {Stage::choose, only({Q2_K}), Role::ffn_down, kAlways, kAlways, T::Q3_K},
   {Stage::choose, only({Q2_K_S}), Role::ffn_down, When::first_eighth, kAlways, T::Q4_K},
-  {Stage::choose, only({IQ3_XXS}), Role::ffn_down, When::first_eighth, kAlways, T::Q4_K},
-  {Stage::choose, only({IQ3_XXS}), Role::ffn_down, kAlways, kAlways, T::Q3_K},
+  {Stage::choose, only({IQ3_XXS}), Role::ffn_down, When::without_imatrix, When::first_eighth, T::Q4_K},
+  {Stage::choose, only({IQ3_XXS}), Role::ffn_down, When::without_imatrix, kAlways, T::Q3_K},
   {Stage::choose, only({Q3_K_M}), Role::ffn_down, When::first_sixteenth, kAlways, T::Q5_K},
   {Stage::choose, only({Q3_K_M}), Role::ffn_down, When::not_falcon, kAlways, T::Q4_K},
   {Stage::choose, only({Q3_K_M}), Role::ffn_down, When::more_bits, kAlways, T::Q4_K},
@@ -141,9 +144,12 @@ constexpr Rule kRules[] = {
   {Stage::choose, only({Q4_K_M}), Role::ffn_down, When::falcon, When::more_bits, T::Q5_K},
   {Stage::choose, only({Q4_K_M}), Role::ffn_down, When::falcon, kAlways, T::Q4_K},
   {Stage::choose, only({Q4_K_M}), Role::ffn_down, When::more_bits, kAlways, T::Q6_K},
-  {Stage::choose, only({IQ4_NL, IQ4_XS}), Role::ffn_down, When::first_eighth, kAlways, T::Q5_K},
+  {Stage::choose, only({IQ4_NL, IQ4_XS}), Role::ffn_down, When::first_eighth, When::without_imatrix, T::Q5_K},
   {Stage::choose, only({Q5_K_M}), Role::ffn_down, When::more_bits, kAlways, T::Q6_K},
   {Stage::choose, only({Q4_K_S}), Role::ffn_down, When::not_falcon, When::first_eighth, T::Q5_K},
+  // llama.cpp guards the first ffn_down layers of Q4_0 and Q5_0 with an importance matrix only
+  {Stage::choose, only({Q4_0}), Role::ffn_down, When::with_imatrix, When::first_eighth, T::Q4_1},
+  {Stage::choose, only({Q5_0}), Role::ffn_down, When::with_imatrix, When::first_eighth, T::Q5_1},
   // attn_output
   {Stage::choose, only({Q2_K, IQ3_XS, IQ3_XXS, Q3_K_S, Q3_K_M, IQ4_NL, Q4_K_S, Q4_K_M, IQ3_S, IQ3_M, IQ4_XS}),
    Role::attn_output, When::not_falcon, When::experts_8, T::Q5_K},
@@ -215,6 +221,8 @@ bool holds(When when, const Context& c) {
                                     c.role == Role::ffn_gate || c.role == Role::ffn_down);
     case When::type_is_q3_k_or_q4_k: return c.chosen == TensorType::Q3_K || c.chosen == TensorType::Q4_K;
     case When::is_70b: return c.facts.is_70b;
+    case When::with_imatrix: return c.facts.importance_matrix;
+    case When::without_imatrix: return !c.facts.importance_matrix;
   }
   return false;
 }

@@ -20,6 +20,7 @@ struct ModelFacts {
   bool is_70b = false;         // llama.cpp's LLM_TYPE_70B (a few architectures, by layer count)
   bool tied_embeddings = true; // no output.weight: token_embd takes the output's type
   int n_attention_v = 0;       // attn_v-like tensors (attn_v, attn_qkv, attn_kv_b)
+  bool importance_matrix = false;  // quantizing with an importance matrix (a few rules differ)
 };
 
 ModelFacts model_facts(const GgufFile& metadata, std::span<const TensorInfo* const> tensors);

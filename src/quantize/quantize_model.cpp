@@ -46,7 +46,19 @@ struct Conversion {
   // The file is not in the host's byte order: source rows are swapped in before widening, and the
   // quantized blocks swapped back to the file's order.
   bool swap = false;
+  // Importance weights: n_per_row per expert, each expert rows_per_expert rows (ne[1]); or empty.
+  std::span<const float> importance;
+  int64_t rows_per_expert = 1;
 };
+
+// The importance weights of row `row`, and how many rows from it share them (to its expert's end).
+std::pair<std::span<const float>, int64_t> importance_of_row(const Conversion& c, int64_t row, int64_t rows) {
+  if (c.importance.empty()) return {{}, rows};
+  const int64_t expert = row / c.rows_per_expert;
+  const int64_t left_in_expert = (expert + 1) * c.rows_per_expert - row;
+  return {c.importance.subspan(static_cast<size_t>(expert * c.n_per_row), static_cast<size_t>(c.n_per_row)),
+          std::min(rows, left_in_expert)};
+}
 
 // Widens rows of `c` to float32 and quantizes them, at most kValuesPerTask values at a time through a
 // buffer of the calling thread's own (small enough to stay in the cache).
@@ -77,7 +89,18 @@ Expected<void> convert_some_rows(const Conversion& c, int64_t first, int64_t row
       if (auto r = dequantize(c.from, src, buffer, Threads{1}); !r) return r;
       floats = buffer;
     }
-    if (auto r = quantize(c.to, floats, dst, c.n_per_row, {}, Threads{1}); !r) return r;
+    // Rows of one expert at a time: each expert has its own importance weights.
+    for (int64_t row = 0; row < static_cast<int64_t>(n);) {
+      const auto [weights, run] = importance_of_row(c, first + done + row, static_cast<int64_t>(n) - row);
+      const auto values_at = static_cast<size_t>(row * c.n_per_row);
+      if (auto r = quantize(c.to, floats.subspan(values_at, static_cast<size_t>(run * c.n_per_row)),
+                            dst.subspan(static_cast<size_t>(row) * c.dst_row, static_cast<size_t>(run) * c.dst_row),
+                            c.n_per_row, weights, Threads{1});
+          !r) {
+        return r;
+      }
+      row += run;
+    }
     if (c.swap) {
       if (auto r = swap_tensor_data(c.to, dst); !r) return r;
     }
@@ -255,31 +278,65 @@ class ConversionStream {
 
 namespace {
 
-// `input` holds the metadata (a plain file, or a split model's first shard).
-Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePlan>& plan,
-                               const std::filesystem::path& output, const QuantizeOptions& options) {
-  if (!plan) return plan.error();
-  GgufBuilder b;
-  if (auto r = b.set_version(kGgufVersionLatest); !r) return r;
-  for (const KeyValue& kv : input.metadata()) {
-    if (auto r = b.set(kv.key, MetadataValue::copy_of(kv.value)); !r) return r;
-  }
-  // As llama.cpp: split keys go, and the two quantization keys move to the end with new values.
-  for (std::string_view key : {"split.no", "split.count", "split.tensors.count", "general.quantization_version",
-                               "general.file_type"}) {
-    b.remove(key);
-  }
-  (void)b.set(keys::kQuantizationVersion, MetadataValue::of<uint32_t>(kQuantizationVersion));
-  (void)b.set(keys::kFileType, MetadataValue::of<uint32_t>(options.file_type));
-  // --override-kv: each key removed and added again at the end, as gguf_set_val does.
-  for (const MetadataOverride& o : options.metadata_overrides) {
-    b.remove(o.key);
-    if (auto r = b.set(o.key, o.value); !r) return r;
-  }
+// Sets a key as gguf_set_val does: removed, then added again at the end.
+Expected<void> set_at_end(GgufBuilder& b, std::string_view key, MetadataValue value) {
+  b.remove(key);
+  return b.set(key, std::move(value));
+}
 
+// llama-quantize's kv overrides hold strings in 128-byte arrays (strncpy of 127 bytes).
+std::string_view first_127_bytes(std::string_view s) { return s.substr(0, std::min<size_t>(s.size(), 127)); }
+
+// Output shard `shard`'s metadata. The first (or only) file: the input's metadata as
+// llama_model_quantize writes it; with keep_split, the other shards carry the split keys alone.
+Expected<void> add_output_metadata(GgufBuilder& b, const GgufFile& input, const QuantizePlan& plan, uint32_t shard,
+                                   const QuantizeOptions& options) {
+  if (auto r = b.set_version(kGgufVersionLatest); !r) return r;
+  if (shard == 0) {
+    for (const KeyValue& kv : input.metadata()) {
+      if (auto r = b.set(kv.key, MetadataValue::copy_of(kv.value)); !r) return r;
+    }
+    // As llama.cpp: split keys go, and the two quantization keys move to the end with new values.
+    for (std::string_view key : {"split.no", "split.count", "split.tensors.count"}) b.remove(key);
+    if (auto r = set_at_end(b, keys::kQuantizationVersion, MetadataValue::of<uint32_t>(kQuantizationVersion)); !r) return r;
+    if (auto r = set_at_end(b, keys::kFileType, MetadataValue::of<uint32_t>(options.file_type)); !r) return r;
+    // --override-kv, then llama-quantize's own overrides naming the importance matrix.
+    for (const MetadataOverride& o : options.metadata_overrides) {
+      if (auto r = set_at_end(b, o.key, o.value); !r) return r;
+    }
+    const ImportanceMatrix* im = options.importance;
+    if (im != nullptr && !im->entries.empty()) {
+      if (auto r = set_at_end(b, "quantize.imatrix.file", MetadataValue::string(first_127_bytes(options.importance_file))); !r) return r;
+      if (!im->datasets.empty()) {
+        if (auto r = set_at_end(b, "quantize.imatrix.dataset", MetadataValue::string(first_127_bytes(im->datasets.front()))); !r) return r;
+      }
+      const auto entries = static_cast<uint32_t>(im->entries.size());
+      if (auto r = set_at_end(b, "quantize.imatrix.entries_count", MetadataValue::of<uint32_t>(entries)); !r) return r;
+      if (im->chunk_count > 0) {
+        if (auto r = set_at_end(b, "quantize.imatrix.chunks_count", MetadataValue::of<uint32_t>(im->chunk_count)); !r) return r;
+      }
+    }
+  }
+  if (plan.shard_count > 1) {
+    if (auto r = set_at_end(b, "split.no", MetadataValue::of<uint16_t>(static_cast<uint16_t>(shard))); !r) return r;
+    if (auto r = set_at_end(b, "split.count", MetadataValue::of<uint16_t>(static_cast<uint16_t>(plan.shard_count))); !r) return r;
+    const auto all = static_cast<int32_t>(plan.tensors.size());
+    if (auto r = set_at_end(b, "split.tensors.count", MetadataValue::of<int32_t>(all)); !r) return r;
+  }
+  return {};
+}
+
+// Writes output shard `shard` (the plan's tensors of that shard, in plan order) to `path`.
+// `tensors_before`: the plan's tensors in earlier shards, for the progress count.
+Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan, uint32_t shard,
+                                 const std::filesystem::path& path, const QuantizeOptions& options,
+                                 size_t tensors_before) {
+  GgufBuilder b;
+  if (auto r = add_output_metadata(b, input, plan, shard, options); !r) return r;
   // The builder's producers point into the stream; its destructor joins the driver thread.
   ConversionStream stream(quant::ThreadPool::resolve(options.threads.count), options.cancel);
-  for (const TensorPlan& p : plan->tensors) {
+  for (const TensorPlan& p : plan.tensors) {
+    if (p.shard != shard) continue;
     const TensorInfo& t = *p.tensor;
     if (!p.convert) {
       if (auto r = b.add_tensor(t.name, t.type, t.shape(), p.data); !r) return r;
@@ -298,29 +355,64 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
       return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
                         fmt::format("ggufkit cannot quantize to {} yet", type_name(p.target)));
     }
-    const bool swap = plan->byte_order != native_byte_order();
+    const bool swap = plan.byte_order != native_byte_order();
     if (swap && !byte_order_known(p.target)) {
       return make_error(ErrorCode::invalid_argument, t.info_offset, std::string(t.name),
                         fmt::format("the input is {}-endian and {} blocks have no defined {}-endian layout",
-                                    byte_order_name(plan->byte_order), type_name(p.target),
-                                    byte_order_name(plan->byte_order)));
+                                    byte_order_name(plan.byte_order), type_name(p.target),
+                                    byte_order_name(plan.byte_order)));
     }
     const int64_t n_per_row = t.ne[0];
-    const size_t index = stream.add({p.data, t.type, p.target, n_per_row, *row_size(t.type, n_per_row),
-                                     *row_size(p.target, n_per_row), swap});
+    Conversion c{p.data, t.type, p.target, n_per_row, *row_size(t.type, n_per_row), *row_size(p.target, n_per_row),
+                 swap, p.importance, std::max<int64_t>(1, t.ne[1])};
+    const size_t index = stream.add(c);
     ConversionStream* s = &stream;
     auto producer = [s, index](uint64_t offset, std::span<std::byte> chunk) { return s->read(index, offset, chunk); };
     if (auto r = b.add_tensor(t.name, p.target, t.shape(), TensorProducer(producer)); !r) return r;
   }
   stream.start();
   WriteOptions write_options;
-  write_options.byte_order = plan->byte_order;  // a big-endian model's users run on big-endian hosts
-  write_options.progress = options.progress;
+  write_options.byte_order = plan.byte_order;  // a big-endian model's users run on big-endian hosts
+  if (options.progress) {
+    write_options.progress = [&](size_t done, size_t) { options.progress(tensors_before + done, plan.tensors.size()); };
+  }
   write_options.sync = options.sync;
-  return b.write_file(output, write_options);
+  return b.write_file(path, write_options);
+}
+
+// `input` holds the metadata (a plain file, or a split model's first shard).
+Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePlan>& plan,
+                               const std::filesystem::path& output, const QuantizeOptions& options) {
+  if (!plan) return plan.error();
+  const auto paths = quantize_output_paths(*plan, output, options);
+  size_t tensors_before = 0;
+  for (uint32_t shard = 0; shard < plan->shard_count; ++shard) {
+    if (auto r = write_output_file(input, *plan, shard, paths[shard], options, tensors_before); !r) {
+      // Each file is written atomically; the shards already written would be a partial model.
+      for (uint32_t i = 0; i < shard; ++i) {
+        std::error_code ec;
+        std::filesystem::remove(paths[i], ec);
+      }
+      return r;
+    }
+    tensors_before += static_cast<size_t>(
+        std::ranges::count_if(plan->tensors, [&](const TensorPlan& p) { return p.shard == shard; }));
+  }
+  return {};
 }
 
 }  // namespace
+
+std::vector<std::filesystem::path> quantize_output_paths(const QuantizePlan& plan, const std::filesystem::path& output,
+                                                         const QuantizeOptions& options) {
+  if (!options.keep_split) return {output};
+  // As llama-quantize: ".gguf" comes off the output's name, and every shard gets a split name.
+  std::string prefix = output.string();
+  if (prefix.ends_with(".gguf")) prefix.resize(prefix.size() - 5);
+  std::vector<std::filesystem::path> paths;
+  for (uint32_t i = 0; i < plan.shard_count; ++i) paths.emplace_back(split_path(prefix, i, plan.shard_count));
+  return paths;
+}
 
 Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path& output,
                               const QuantizeOptions& options) {

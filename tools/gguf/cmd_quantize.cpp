@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "ggufkit/conventions.h"
+#include "ggufkit/imatrix.h"
 #include "ggufkit/quantize.h"
 #include "output.h"
 
@@ -23,8 +24,9 @@ struct QuantizeArgs {
   bool dry_run = false;
   bool leave_output_tensor = false;
   bool allow_requantize = false;
-  std::string output_tensor_type, token_embedding_type;
-  std::vector<std::string> tensor_types, tensor_type_files, override_kv;
+  bool keep_split = false;
+  std::string output_tensor_type, token_embedding_type, imatrix;
+  std::vector<std::string> tensor_types, tensor_type_files, override_kv, include_weights, exclude_weights;
   unsigned threads = 0;
 };
 
@@ -87,6 +89,31 @@ int run_quantize(const QuantizeArgs& args) {
   }
   options.quantize_output_tensor = !args.leave_output_tensor;
   options.allow_requantize = args.allow_requantize;
+  options.keep_split = args.keep_split;
+  options.dry_run = args.dry_run;
+  // --imatrix, narrowed by --include-weights or --exclude-weights (llama-quantize: not both).
+  ggufkit::ImportanceMatrix importance;
+  if (!args.include_weights.empty() && !args.exclude_weights.empty()) {
+    fmt::print(stderr, "gguf: --include-weights and --exclude-weights cannot be used together\n");
+    return kUsageOrIoError;
+  }
+  if ((!args.include_weights.empty() || !args.exclude_weights.empty()) && args.imatrix.empty()) {
+    fmt::print(stderr, "gguf: --include-weights and --exclude-weights select entries of --imatrix, which is missing\n");
+    return kUsageOrIoError;
+  }
+  if (!args.imatrix.empty()) {
+    auto loaded = ggufkit::load_importance_matrix(args.imatrix);
+    if (!loaded) {
+      report_error(args.imatrix, loaded.error());
+      return kUsageOrIoError;
+    }
+    importance = std::move(*loaded);
+    ggufkit::exclude_importance_entries(importance, args.exclude_weights);
+    if (!args.include_weights.empty()) ggufkit::include_importance_entries(importance, args.include_weights);
+    if (importance.entries.empty()) fmt::print(stderr, "gguf: quantize: no importance matrix entries left: quantizing without one\n");
+    options.importance = &importance;
+    options.importance_file = args.imatrix;
+  }
   const auto file_type = resolve_file_type(args.type);
   if (!file_type || !ggufkit::file_type_default_type(*file_type)) {
     fmt::print(stderr, "gguf: '{}' is not a quantization type (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...)\n", args.type);
@@ -98,14 +125,6 @@ int run_quantize(const QuantizeArgs& args) {
     report_error(args.input, input.error());
     return kUsageOrIoError;
   }
-  for (const auto& shard : input->paths()) {
-    std::error_code ec;
-    if (std::filesystem::equivalent(shard, args.output, ec)) {
-      fmt::print(stderr, "gguf: quantize: the output would overwrite the input {}\n", shard.string());
-      return kUsageOrIoError;
-    }
-  }
-
   options.file_type = *file_type;
   options.pure = args.pure;
   options.threads = ggufkit::Threads{args.threads};
@@ -115,12 +134,29 @@ int run_quantize(const QuantizeArgs& args) {
     report_error(args.input, plan.error());
     return kUsageOrIoError;
   }
+  const auto outputs = ggufkit::quantize_output_paths(*plan, args.output, options);
+  for (const auto& out : outputs) {
+    for (const auto& shard : input->paths()) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(shard, out, ec)) {
+        fmt::print(stderr, "gguf: quantize: the output would overwrite the input {}\n", shard.string());
+        return kUsageOrIoError;
+      }
+    }
+  }
   if (args.dry_run) {
     for (const auto& p : plan->tensors) {
       fmt::print("{:<40} {:>8} -> {:<8} {}\n", p.tensor->name, ggufkit::type_name(p.tensor->type),
                  ggufkit::type_name(p.target), p.convert ? p.note : "copied");
     }
     for (const auto& o : options.metadata_overrides) fmt::print("metadata: {} set\n", o.key);
+    if (options.importance != nullptr) {
+      fmt::print("importance matrix: {} entries{}\n", importance.entries.size(),
+                 importance.entries.empty() ? " (none used)" : "");
+    }
+    if (args.keep_split) {
+      for (const auto& out : outputs) fmt::print("output: {}\n", out.string());
+    }
     if (!args.allow_requantize) {
       for (const auto& p : plan->tensors) {
         if (p.convert && ggufkit::type_traits(p.tensor->type).quantized) {
@@ -158,7 +194,7 @@ int run_quantize(const QuantizeArgs& args) {
     report_error(args.input, r.error());
     return kUsageOrIoError;
   }
-  fmt::print("{}\n", args.output);
+  for (const auto& out : outputs) fmt::print("{}\n", out.string());
   return kOk;
 }
 
@@ -188,6 +224,17 @@ Runner register_quantize(CLI::App& app) {
   cmd->add_option("--override-kv", args->override_kv,
                   "KEY=TYPE:VALUE (TYPE int, float, bool or str): set a metadata key in the output (repeatable)")
       ->allow_extra_args(false);
+  cmd->add_option("--imatrix", args->imatrix,
+                  "Importance matrix from llama-imatrix (GGUF or legacy .dat): better low-bit quantization; "
+                  "required by IQ1_*, IQ2_* and IQ3_XXS tensors");
+  cmd->add_option("--include-weights", args->include_weights,
+                  "Use the importance matrix only for tensors whose name contains this (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--exclude-weights", args->exclude_weights,
+                  "Do not use the importance matrix for tensors whose name contains this (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--keep-split", args->keep_split,
+                "Write one output shard per input shard (OUTPUT-00001-of-0000N.gguf), as llama-quantize --keep-split");
   cmd->add_flag("--allow-requantize", args->allow_requantize,
                 "Dequantize quantized input tensors and quantize them again (quality suffers)");
   return [args] { return run_quantize(*args); };
