@@ -2,9 +2,17 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
+#include <random>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/writer.h"
 #include "test_support.h"
 
 namespace {
@@ -73,6 +81,90 @@ TEST(CliQuantize, CancelLeavesNothingBehind) {
   const auto r = quantize_model(*in, dir / "out.gguf", options);
   EXPECT_FALSE(r);
   EXPECT_EQ(files_in(dir), 0u);
+  fs::remove_all(dir);
+}
+
+// Cancelled half-way (after some tensors are written to the temporary file): nothing is left.
+TEST(CliQuantize, CancelHalfWayLeavesNothingBehind) {
+  const auto dir = temp_dir("quantize-cancel-later");
+  auto in = GgufFile::open(sample_model());
+  ASSERT_TRUE(in);
+  std::atomic<bool> cancel{false};
+  QuantizeOptions options;
+  options.file_type = 7;
+  options.cancel = &cancel;
+  options.threads = Threads{1};
+  size_t seen = 0;
+  options.progress = [&](size_t done, size_t) {
+    seen = done;
+    if (done == 3) cancel.store(true);
+  };
+  const auto r = quantize_model(*in, dir / "out.gguf", options);
+  EXPECT_FALSE(r);
+  EXPECT_GE(seen, 3u);
+  EXPECT_EQ(files_in(dir), 0u);
+  fs::remove_all(dir);
+}
+
+// A model that takes a while to quantize to IQ3_S on one thread: 32 tensors of 512 x 512.
+fs::path write_slow_model(const fs::path& dir) {
+  GgufBuilder b;
+  (void)b.set("general.architecture", MetadataValue::string("llama"));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int i = 0; i < 32; ++i) {
+    std::vector<std::byte> bytes(512 * 512 * sizeof(float));
+    for (size_t j = 0; j < bytes.size(); j += 4) {
+      const float v = normal(rng);
+      std::memcpy(bytes.data() + j, &v, 4);
+    }
+    (void)b.add_tensor("blk." + std::to_string(i) + ".ffn_up.weight", TensorType::F32, std::vector<int64_t>{512, 512},
+                       std::move(bytes));
+  }
+  const fs::path path = dir / "slow.gguf";
+  return b.write_file(path) ? path : fs::path{};
+}
+
+// Ctrl-C: the process is interrupted once it reports its first tensor; it says so, exits 130, and
+// leaves neither the output nor its temporary file.
+TEST(CliQuantize, InterruptLeavesNothingBehind) {
+  const auto dir = temp_dir("quantize-sigint");
+  const fs::path in = write_slow_model(dir);
+  ASSERT_FALSE(in.empty());
+  const std::string out = (dir / "out.gguf").string();
+  int err_pipe[2];
+  ASSERT_EQ(::pipe(err_pipe), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
+  std::vector<std::string> args = {GGUFKIT_CLI_PATH, "quantize", in.string(), out, "iq3_s", "--pure", "--threads", "1"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, GGUFKIT_CLI_PATH, &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(err_pipe[1]);
+  std::string err;
+  bool interrupted = false;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(err_pipe[0], buffer, sizeof buffer)) > 0;) {
+    err.append(buffer, static_cast<size_t>(n));
+    if (!interrupted && err.find("[   1/32]") != std::string::npos) {
+      ::kill(pid, SIGINT);
+      interrupted = true;
+    }
+  }
+  ::close(err_pipe[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(interrupted) << err;
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+  EXPECT_EQ(err.find("[  32/32]"), std::string::npos) << "stopped before the end";
+  EXPECT_EQ(files_in(dir), 1u) << "only the input is left";
   fs::remove_all(dir);
 }
 
