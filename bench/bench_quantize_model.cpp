@@ -1,8 +1,12 @@
-// Whole-model quantization, ggufkit against llama.cpp in one run: per type, the time of
-// ggufkit::quantize_model (opening the input included) and of llama.cpp's llama_model_quantize
-// (the oracle's libllama.v0.4.0.so, loaded with dlopen) with pure = true, both on 1 thread and on
-// all cores. Every output is compared with llama.cpp's byte for byte: a time for a different file
-// is not a result.
+// Whole-model quantization, ggufkit against llama.cpp in one run: per type, the time and peak
+// memory of ggufkit::quantize_model (opening the input included) and of llama.cpp's
+// llama_model_quantize (the oracle's libllama.v0.4.0.so, loaded with dlopen), both on 1 thread and
+// on N threads (all cores by default). A tensor type name (q4_K) quantizes every tensor to it
+// (pure = true); a preset name (Q4_K_M) uses the preset's per-tensor rules (pure = false). Every
+// output is compared with llama.cpp's byte for byte: a time for a different file is not a result.
+//
+// Each run happens in a child process of its own, so that its peak resident memory (the kernel's
+// ru_maxrss: the mapped input's pages count too, for both sides alike) and its CPU time are its alone.
 //
 // The model is an F16 llama-architecture file with random weights, written by ggufkit's writer into
 // a temporary directory (removed at the end), unless --model gives one.
@@ -22,9 +26,12 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ggufkit/conventions.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/writer.h"
@@ -155,26 +162,28 @@ bool same_bytes(const fs::path& a, const fs::path& b) {
   return true;
 }
 
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-// The smallest real time and the smallest CPU time (all threads of the process, llama.cpp's too)
-// of `repeat` runs; negative when a run fails.
+// The best (smallest) real time, CPU time (all threads) and peak resident memory of `repeat` runs,
+// each in a child process; negative when a run fails.
 struct Timing {
-  double real = 1e30, cpu = 1e30;
+  double real = 1e30, cpu = 1e30, peak_mib = 1e30;
 };
 template <class Run>
 Timing best_of(int repeat, const Run& run) {
   Timing best;
   for (int i = 0; i < repeat; ++i) {
+    std::fflush(nullptr);
     const auto t0 = Clock::now();
-    const double c0 = process_cpu_seconds();
-    if (!run()) return {-1, -1};
-    best.cpu = std::min(best.cpu, process_cpu_seconds() - c0);
-    best.real = std::min(best.real, std::chrono::duration<double>(Clock::now() - t0).count());
+    const pid_t pid = ::fork();
+    if (pid < 0) return {-1, -1, -1};
+    if (pid == 0) ::_exit(run() ? 0 : 1);
+    int status = 0;
+    rusage usage{};
+    if (::wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return {-1, -1, -1};
+    const double real = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
+    best.real = std::min(best.real, real);
+    best.cpu = std::min(best.cpu, secs(usage.ru_utime) + secs(usage.ru_stime));
+    best.peak_mib = std::min(best.peak_mib, static_cast<double>(usage.ru_maxrss) / 1024.0);  // KiB on Linux
   }
   return best;
 }
@@ -218,7 +227,7 @@ int main(int argc, char** argv) {
       return 2;
     } else types.push_back(arg);
   }
-  if (types.empty()) types = {"q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl", "q5_K"};
+  if (types.empty()) types = {"q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl", "q5_K", "Q4_K_M", "Q3_K_M", "IQ4_XS"};
   if (shape.embd % shape.heads != 0) {
     std::fprintf(stderr, "bench_quantize_model: --embd must be a multiple of %u\n", shape.heads);
     return 2;
@@ -261,19 +270,23 @@ int main(int argc, char** argv) {
                 static_cast<double>(params) / 1e6);
   }
   std::printf("real seconds per model (best of %d; ggufkit's include opening the input); ratio = llama.cpp time / "
-              "ggufkit time;\ncpu = the same ratio in CPU time (all threads; steadier on a busy machine); "
-              "scaling = 1-thread real time / %u-thread real time\n", repeat, cores);
-  std::printf("%-8s %9s %9s %6s %6s   %9s %9s %6s %6s   %7s %7s  %s\n", "type", "ggufkit", "llama.cpp", "ratio", "cpu",
-              "ggufkit", "llama.cpp", "ratio", "cpu", "scaling", "scaling", "output");
-  const std::string n_thr = std::to_string(cores) + " thr";
-  std::printf("%-8s %9s %9s %6s %6s   %9s %9s %6s %6s   %7s %7s\n", "", "1 thread", "1 thread", "", "",
-              n_thr.c_str(), n_thr.c_str(), "", "", "ggufkit", "llama");
+              "ggufkit time;\ncpu = the same ratio in CPU time (all threads); peak = peak resident MiB (ggufkit / "
+              "llama.cpp); lower-case names are one type for every tensor (--pure), upper-case ones presets\n",
+              repeat);
+  std::printf("%-8s %9s %9s %6s %6s %11s   %9s %9s %6s %6s %11s  %s\n", "type", "ggufkit", "llama.cpp", "ratio", "cpu",
+              "peak", "ggufkit", "llama.cpp", "ratio", "cpu", "peak", "output");
+  const std::string n_thr = std::to_string(cores) + (cores == 1 ? " thread" : " threads");
+  std::printf("%-8s %9s %9s %6s %6s %11s   %9s %9s %6s %6s %11s\n", "", "1 thread", "1 thread", "", "", "",
+              n_thr.c_str(), n_thr.c_str(), "", "", "");
 
   int status = 0;
   for (const std::string& name : types) {
+    // A tensor type name: every tensor to it; else a preset (llama_ftype) name.
     const auto type = parse_tensor_type(name);
-    const auto file_type = type ? file_type_for_type(*type) : std::nullopt;
-    if (!file_type || !quant_capabilities(*type).quantize) {
+    const bool pure = type.has_value();
+    const auto file_type = pure ? file_type_for_type(*type) : parse_file_type(name);
+    const auto default_type = file_type ? file_type_default_type(*file_type) : std::nullopt;
+    if (!file_type || !default_type || !quant_capabilities(*default_type).quantize) {
       std::printf("%-8s ggufkit cannot quantize to it: skipped\n", name.c_str());
       continue;
     }
@@ -283,7 +296,7 @@ int main(int argc, char** argv) {
       if (!input) return false;
       QuantizeOptions options;
       options.file_type = *file_type;
-      options.pure = true;
+      options.pure = pure;
       options.threads = Threads{threads};
       options.sync = false;
       auto r = quantize_model(*input, ours, options);
@@ -291,7 +304,7 @@ int main(int argc, char** argv) {
       return static_cast<bool>(r);
     };
     auto run_theirs = [&](unsigned threads) {
-      return oracle->quantize(model.string(), theirs.string(), *file_type, true, static_cast<int>(threads));
+      return oracle->quantize(model.string(), theirs.string(), *file_type, pure, static_cast<int>(threads));
     };
     std::string output = "identical";
     const Timing o1 = best_of(repeat, [&] { return run_theirs(1); });
@@ -303,10 +316,15 @@ int main(int argc, char** argv) {
       output = output == "identical" ? "DIFFERS" : output + ", DIFFERS";
     }
     if (output != "identical") status = 1;
-    std::printf("%-8s %9s %9s %5.2fx %5.2fx   %9s %9s %5.2fx %5.2fx   %6.2fx %6.2fx  %s\n", name.c_str(),
+    const auto peak = [](const Timing& g, const Timing& o) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f/%.0f", g.peak_mib, o.peak_mib);
+      return std::string(buf);
+    };
+    std::printf("%-8s %9s %9s %5.2fx %5.2fx %11s   %9s %9s %5.2fx %5.2fx %11s  %s\n", name.c_str(),
                 seconds(g1.real).c_str(), seconds(o1.real).c_str(), o1.real / g1.real, o1.cpu / g1.cpu,
-                seconds(gn.real).c_str(), seconds(on.real).c_str(), on.real / gn.real, on.cpu / gn.cpu,
-                g1.real / gn.real, o1.real / on.real, output.c_str());
+                peak(g1, o1).c_str(), seconds(gn.real).c_str(), seconds(on.real).c_str(), on.real / gn.real,
+                on.cpu / gn.cpu, peak(gn, on).c_str(), output.c_str());
     std::fflush(stdout);
     std::error_code ec;
     fs::remove(ours, ec);

@@ -26,6 +26,10 @@ class MappedFile {
   // Maps the pages of [offset, offset + length) in one call instead of one fault per page.
   // A hint: failures (old kernels) are ignored.
   void prefetch(uint64_t offset, uint64_t length) const;
+  // Drops the whole pages inside [offset, offset + length) from the process's resident memory
+  // (they stay in the page cache; reading them maps them again), so that streaming through a
+  // large file keeps a bounded footprint. A hint: failures are ignored.
+  void release(uint64_t offset, uint64_t length) const;
 
  private:
   const std::byte* data_ = nullptr;

@@ -82,6 +82,7 @@ struct QuantizeOptions {
 // What happens to one tensor.
 struct TensorPlan {
   const TensorInfo* tensor = nullptr;
+  const GgufFile* file = nullptr;   // the file (or shard) it is in
   std::span<const std::byte> data;  // the source tensor's bytes (in its file or shard)
   TensorType target = TensorType::F32;
   bool convert = false;      // false: the bytes are copied

@@ -122,6 +122,11 @@ class GgufFile {
   }
   // Sum of the tensors' sizes (without padding).
   uint64_t tensor_bytes() const;
+  // Done with a tensor's bytes for now: a mapped file's pages of it leave the process's resident
+  // memory (MappedFile::release); nothing happens for caller-owned bytes.
+  void release_tensor_pages(const TensorInfo& tensor) const {
+    if (mapping_ && !tensor_data(tensor).empty()) mapping_->release(data_offset_ + tensor.offset, tensor.size);
+  }
 
  private:
   friend class Parser;

@@ -69,6 +69,18 @@ void MappedFile::prefetch(uint64_t offset, uint64_t length) const {
 #endif
 }
 
+void MappedFile::release(uint64_t offset, uint64_t length) const {
+  if (data_ == nullptr || offset >= size_) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  // Whole pages only: a page shared with a neighbour in use would just be faulted in again, but
+  // there is no point in it.
+  const uint64_t begin = (offset + page - 1) / page * page;
+  const uint64_t end = (offset + std::min<uint64_t>(length, size_ - offset)) / page * page;
+  if (end <= begin) return;
+  // The mapping is private and never written: its pages come back from the file as they were.
+  ::madvise(const_cast<std::byte*>(data_) + begin, static_cast<size_t>(end - begin), MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
 }

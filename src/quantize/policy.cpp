@@ -134,6 +134,7 @@ int layer_of(std::string_view name) {
 namespace {
 
 struct SourceTensor {
+  const GgufFile* file;
   const TensorInfo* info;
   std::span<const std::byte> data;
   uint32_t shard = 0;  // the input shard it is in
@@ -185,7 +186,7 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
   }
   QuantizePlan plan;
   for (const SourceTensor& source : tensors) {
-    TensorPlan p{source.info, source.data, source.info->type, false, 0, {}, 0, {}};
+    TensorPlan p{source.info, source.file, source.data, source.info->type, false, 0, {}, 0, {}};
     if (options.keep_split) {
       p.shard = source.shard;
       plan.shard_count = std::max(plan.shard_count, source.shard + 1);
@@ -290,7 +291,7 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
 
 Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options) {
   std::vector<SourceTensor> tensors;
-  for (const TensorInfo& t : input.tensors()) tensors.push_back({&t, input.tensor_data(t)});
+  for (const TensorInfo& t : input.tensors()) tensors.push_back({&input, &t, input.tensor_data(t)});
   auto plan = plan_tensors(input, tensors, options);
   if (plan) plan->byte_order = input.byte_order();
   return plan;
@@ -301,7 +302,7 @@ Expected<QuantizePlan> plan_quantize(const SplitModel& input, const QuantizeOpti
   const auto order = input.byte_order();
   if (!order) return order.error();
   std::vector<SourceTensor> tensors;
-  for (const ModelTensor& t : input.tensors()) tensors.push_back({t.info, t.data, t.shard});
+  for (const ModelTensor& t : input.tensors()) tensors.push_back({&input.shard_of(t), t.info, t.data, t.shard});
   auto plan = plan_tensors(input.metadata_file(), tensors, options);
   if (plan) plan->byte_order = *order;
   return plan;

@@ -373,9 +373,17 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
   stream.start();
   WriteOptions write_options;
   write_options.byte_order = plan.byte_order;  // a big-endian model's users run on big-endian hosts
-  if (options.progress) {
-    write_options.progress = [&](size_t done, size_t) { options.progress(tensors_before + done, plan.tensors.size()); };
+  // After each tensor, its source pages leave the process's memory (as llama.cpp unmaps each
+  // weight): the footprint stays a tensor or two, not the whole input.
+  std::vector<const TensorPlan*> written;
+  for (const TensorPlan& p : plan.tensors) {
+    if (p.shard == shard) written.push_back(&p);
   }
+  write_options.progress = [&](size_t done, size_t) {
+    const TensorPlan& p = *written[done - 1];
+    if (p.file != nullptr) p.file->release_tensor_pages(*p.tensor);
+    if (options.progress) options.progress(tensors_before + done, plan.tensors.size());
+  };
   write_options.sync = options.sync;
   return b.write_file(path, write_options);
 }

@@ -15,6 +15,7 @@
 #include "ggufkit/reader.h"
 #include "ggufkit/split.h"
 #include "llama_quantize_oracle.h"
+#include "test_models.h"
 #include "test_support.h"
 
 namespace {

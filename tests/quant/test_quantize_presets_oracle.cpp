@@ -12,6 +12,7 @@
 #include "ggufkit/split.h"
 #include "ggufkit/writer.h"
 #include "llama_quantize_oracle.h"
+#include "test_models.h"
 #include "test_support.h"
 
 namespace {
