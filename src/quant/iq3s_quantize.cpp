@@ -11,6 +11,7 @@
 // point among that code's precomputed neighbours; keep the scale with the best weighted fit. If
 // that fit used neighbours, round all groups again at the fitted scale and refit once. Everything
 // here keeps ggml's float operations and their order: a single different rounding changes bytes.
+// The grid index and the scalar search are shared with IQ3_XXS (quant/iq3_grid.h).
 //
 // The AVX2 kernel (chosen at run time, also on AVX-512 CPUs: a 16-candidate AVX-512 neighbour
 // search measured slower here) tries each candidate scale in the 8 sub-blocks of a super-block at
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "quant/fp16.h"
+#include "quant/iq3_grid.h"
 #include "quant/kernels.h"
 #include "quant/simd.h"
 #include "quant/tables.h"
@@ -36,16 +38,16 @@
 namespace ggufkit::quant {
 namespace {
 
+using iq3::ggml_max;
+using iq3::ggml_min;
+using iq3::kGroupsPerSubBlock;
+using iq3::kLevels;
+using iq3::kSubBlockValues;
+using iq3::level_code;
+
 constexpr int kSuperBlockValues = 256;
-constexpr int kSubBlockValues = 32;
 constexpr int kSubBlocks = kSuperBlockValues / kSubBlockValues;  // 8
-constexpr int kGroupsPerSubBlock = kSubBlockValues / 4;            // 8 grid points
 constexpr int kSignBytesPerSubBlock = kSubBlockValues / 8;         // 4
-constexpr int kLevels = 8;                                         // levels 0..7 stand for 1, 3, ..., 15
-constexpr int kGridSize = 512;
-constexpr int kCodeCount = 1 << 12;  // 4 levels of 3 bits
-// How many distinct distances the neighbour list of an off-grid code covers.
-constexpr int kNeighbourDistances = 3;
 
 // block_iq3_s layout.
 constexpr size_t kScaleOffset = 0;
@@ -54,218 +56,6 @@ constexpr size_t kQhOffset = kQsOffset + kSuperBlockValues / 4;      // 66
 constexpr size_t kSignsOffset = kQhOffset + kSuperBlockValues / 32;  // 74
 constexpr size_t kScalesOffset = kSignsOffset + kSuperBlockValues / 8;  // 106
 constexpr size_t kBlockBytes = kScalesOffset + kSuperBlockValues / 64;  // 110
-
-// ggml's nearest_int: round to nearest (ties to even) by adding 1.5 * 2^23 and reading the low
-// mantissa bits. Defined for every input (NaN and infinities give garbage but no UB), as in ggml.
-int nearest_int(float value) {
-  const uint32_t bits = std::bit_cast<uint32_t>(value + 12582912.f);
-  return static_cast<int>(bits & 0x007FFFFFu) - 0x00400000;
-}
-
-// ggml's MAX / MIN macros (not std::max: the NaN and signed-zero cases differ).
-template <class T>
-T ggml_max(T a, T b) { return a > b ? a : b; }
-template <class T>
-T ggml_min(T a, T b) { return a < b ? a : b; }
-
-// The grid as lookup structures: grid point coordinates, the grid index of each 12-bit level code,
-// and for each code that is not a grid point, the grid points nearest to it.
-struct Iq3sGridIndex {
-  std::array<std::array<int8_t, 4>, kGridSize> points{};  // odd coordinates 1..15
-  std::array<int16_t, kCodeCount> grid_of_code{};          // -1: not on the grid
-  std::array<uint32_t, kCodeCount> neighbours_begin{};
-  std::array<uint16_t, kCodeCount> neighbours_count{};
-  std::vector<uint16_t> neighbours;
-
-  // The same neighbour lists for the vector searches: per off-grid code, chunks of 16 candidates
-  // holding their 4 coordinates as rows (unused slots are zero; the searches mask them off).
-  struct alignas(64) CandidateChunk {
-    std::array<std::array<int8_t, 16>, 4> coordinate;
-  };
-  std::vector<CandidateChunk> candidate_chunks;
-  std::array<uint32_t, kCodeCount> chunks_begin{};
-  std::array<int32_t, kCodeCount> grid_of_code32{};  // grid_of_code widened for vector gathers
-  std::array<uint16_t, kGridSize> code_of_point{};
-
-  // The grid points at the kNeighbourDistances smallest squared distances from an off-grid code,
-  // ordered by distance, then by grid index: the search keeps the first of equally good
-  // candidates, so this order is part of the output.
-  void add_neighbours(int code) {
-    std::array<int, 4> position{};
-    for (int k = 0; k < 4; ++k) position[k] = 2 * ((code >> (3 * k)) & 7) + 1;
-    std::array<int, kGridSize> distance{};
-    for (int j = 0; j < kGridSize; ++j) {
-      int d2 = 0;
-      for (int k = 0; k < 4; ++k) d2 += (points[j][k] - position[k]) * (points[j][k] - position[k]);
-      distance[j] = d2;
-    }
-    // The smallest distinct distances, ascending (INT_MAX: fewer distinct distances exist).
-    std::array<int, kNeighbourDistances> nearest{};
-    nearest.fill(INT_MAX);
-    for (int d2 : distance) {
-      for (int r = 0; r < kNeighbourDistances; ++r) {
-        if (d2 == nearest[r]) break;
-        if (d2 < nearest[r]) {
-          for (int s = kNeighbourDistances - 1; s > r; --s) nearest[s] = nearest[s - 1];
-          nearest[r] = d2;
-          break;
-        }
-      }
-    }
-    neighbours_begin[code] = static_cast<uint32_t>(neighbours.size());
-    for (int d2 : nearest) {
-      if (d2 == INT_MAX) break;
-      for (int j = 0; j < kGridSize; ++j) {
-        if (distance[j] == d2) neighbours.push_back(static_cast<uint16_t>(j));
-      }
-    }
-    neighbours_count[code] = static_cast<uint16_t>(neighbours.size() - neighbours_begin[code]);
-  }
-
-  Iq3sGridIndex() {
-    grid_of_code.fill(-1);
-    for (int j = 0; j < kGridSize; ++j) {
-      int code = 0;
-      for (int k = 0; k < 4; ++k) {
-        const int coordinate = static_cast<int>((tables::iq3s_grid[j] >> (8 * k)) & 0xFFu);
-        points[j][k] = static_cast<int8_t>(coordinate);
-        code |= ((coordinate - 1) / 2) << (3 * k);
-      }
-      grid_of_code[code] = static_cast<int16_t>(j);
-      code_of_point[j] = static_cast<uint16_t>(code);
-    }
-    for (int code = 0; code < kCodeCount; ++code) {
-      if (grid_of_code[code] < 0) add_neighbours(code);
-    }
-    for (int code = 0; code < kCodeCount; ++code) {
-      grid_of_code32[code] = grid_of_code[code];
-      if (grid_of_code[code] >= 0) continue;
-      const int count = neighbours_count[code];
-      chunks_begin[code] = static_cast<uint32_t>(candidate_chunks.size());
-      for (int c = 0; c < count; c += 16) {
-        CandidateChunk chunk{};
-        for (int slot = 0; slot < 16 && c + slot < count; ++slot) {
-          const auto& point = points[neighbours[neighbours_begin[code] + static_cast<uint32_t>(c + slot)]];
-          for (int k = 0; k < 4; ++k) chunk.coordinate[k][slot] = point[k];
-        }
-        candidate_chunks.push_back(chunk);
-      }
-    }
-  }
-
-  static const Iq3sGridIndex& get() {
-    static const Iq3sGridIndex index;  // built once, thread-safe
-    return index;
-  }
-};
-
-int level_code(const int8_t* levels) {
-  int code = 0;
-  for (int i = 0; i < 4; ++i) code |= levels[i] << (3 * i);
-  return code;
-}
-
-void levels_of_point(const Iq3sGridIndex& grid, int grid_index, int8_t* levels) {
-  for (int i = 0; i < 4; ++i) levels[i] = static_cast<int8_t>((grid.points[grid_index][i] - 1) / 2);
-}
-
-// The neighbour of an off-grid code that best fits scale * point to the 4 magnitudes (weighted
-// squared error; the first of equal ones wins). Writes its levels.
-void best_neighbour(const Iq3sGridIndex& grid, int code, const float* magnitudes, const float* weights, float scale,
-                   int8_t* levels) {
-  const uint16_t* candidates = grid.neighbours.data() + grid.neighbours_begin[code];
-  const int count = grid.neighbours_count[code];
-  float best_d2 = FLT_MAX;
-  // ggml asserts a candidate was found (only NaN or infinite errors prevent it); we take the first.
-  int best_index = candidates[0];
-  for (int c = 0; c < count; ++c) {
-    const auto& point = grid.points[candidates[c]];
-    float d2 = 0;
-    for (int i = 0; i < 4; ++i) {
-      const float q = point[i];
-      const float diff = scale * q - magnitudes[i];
-      d2 += weights[i] * diff * diff;
-    }
-    if (d2 < best_d2) {
-      best_d2 = d2;
-      best_index = candidates[c];
-    }
-  }
-  levels_of_point(grid, best_index, levels);
-}
-
-// Rounds the magnitudes of a group of 4 to levels at inverse scale inv_scale, clamped to 0..7.
-void round_group(const float* magnitudes, float inv_scale, int8_t* levels) {
-  for (int i = 0; i < 4; ++i) {
-    const int l = nearest_int(0.5f * (inv_scale * magnitudes[i] - 1));
-    levels[i] = static_cast<int8_t>(ggml_max(0, ggml_min(kLevels - 1, l)));
-  }
-}
-
-// Weighted least-squares terms of the fit magnitude ~ scale * (2 * level + 1), summed in order.
-void fit_terms(const float* weight, const float* magnitudes, const int8_t* levels, float& sumqx, float& sumq2) {
-  sumqx = 0;
-  sumq2 = 0;
-  for (int i = 0; i < kSubBlockValues; ++i) {
-    const float w = weight[i];
-    const float q = static_cast<float>(2 * levels[i] + 1);
-    sumqx += w * magnitudes[i] * q;
-    sumq2 += w * q * q;
-  }
-}
-
-// Finds the levels (all on the grid on return) and the scale of one sub-block of magnitudes with
-// positive maximum max. Returns the scale.
-float search_sub_block(const Iq3sGridIndex& grid, const float* magnitudes, const float* weight,
-                       const float* error_weight, float max, int8_t* levels) {
-  std::array<int8_t, kSubBlockValues> trial{};
-  std::array<bool, kGroupsPerSubBlock> on_grid{};
-  std::array<bool, kGroupsPerSubBlock> trial_on_grid{};
-  std::memset(levels, 0, kSubBlockValues);
-  float best = 0;
-  float scale = max / (2 * kLevels - 1);
-  // 19 candidate scales: max / (15 + 0.2 * step).
-  for (int step = -9; step <= 9; ++step) {
-    const float inv_scale = (2 * kLevels - 1 + static_cast<float>(step) * 0.2f) / max;
-    const float trial_scale = 1 / inv_scale;
-    for (int k = 0; k < kGroupsPerSubBlock; ++k) {
-      int8_t* group = trial.data() + 4 * k;
-      round_group(magnitudes + 4 * k, inv_scale, group);
-      const int code = level_code(group);
-      trial_on_grid[k] = grid.grid_of_code[code] >= 0;
-      if (!trial_on_grid[k]) {
-        best_neighbour(grid, code, magnitudes + 4 * k, error_weight + 4 * k, trial_scale, group);
-      }
-    }
-    float sumqx = 0, sumq2 = 0;
-    fit_terms(weight, magnitudes, trial.data(), sumqx, sumq2);
-    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-      scale = sumqx / sumq2;
-      best = scale * sumqx;
-      std::memcpy(levels, trial.data(), kSubBlockValues);
-      on_grid = trial_on_grid;
-    }
-  }
-
-  // Groups that had to move to a neighbour: round them again at the fitted scale (all groups are
-  // redone, as ggml does), then refit the scale.
-  const bool any_off_grid = std::find(on_grid.begin(), on_grid.end(), false) != on_grid.end();
-  if (any_off_grid && scale > 0) {
-    const float inv_scale = 1 / scale;
-    for (int k = 0; k < kGroupsPerSubBlock; ++k) {
-      int8_t* group = levels + 4 * k;
-      round_group(magnitudes + 4 * k, inv_scale, group);
-      const int code = level_code(group);
-      if (grid.grid_of_code[code] < 0) {
-        best_neighbour(grid, code, magnitudes + 4 * k, error_weight + 4 * k, scale, group);
-      }
-    }
-    float sumqx = 0, sumq2 = 0;
-    fit_terms(weight, magnitudes, levels, sumqx, sumq2);
-    if (sumq2 > 0) scale = sumqx / sumq2;
-  }
-  return scale;
-}
 
 // One super-block's inputs to the search, per sub-block of 32 values.
 struct PreparedBlock {
@@ -366,18 +156,15 @@ void pack_block(const PreparedBlock& p, const BlockChoice& choice, uint8_t* bloc
   }
 }
 
-// The grid index of a level code the search left on the grid (ggml aborts otherwise; we take 0).
-int grid_index_of(const Iq3sGridIndex& grid, int code) { return ggml_max<int>(0, grid.grid_of_code[code]); }
-
-void quantize_block_portable(const Iq3sGridIndex& grid, const float* x, const float* importance, uint8_t* block) {
+void quantize_block_portable(const iq3::GridIndex& grid, const float* x, const float* importance, uint8_t* block) {
   PreparedBlock p;
   prepare_block(x, importance, p);
   BlockChoice choice{};
   for (int ib = 0; ib < kSubBlocks; ++ib) {
     if (p.max[ib] == 0) continue;
     std::array<int8_t, kSubBlockValues> levels{};
-    choice.scale[ib] = search_sub_block(grid, p.magnitudes[ib], p.weight[ib], p.error_weight[ib], p.max[ib],
-                                        levels.data());
+    choice.scale[ib] = iq3::search_sub_block(grid, iq3::kIq3sRules, p.magnitudes[ib], p.weight[ib],
+                                             p.error_weight[ib], p.max[ib], levels.data());
     for (int k = 0; k < kGroupsPerSubBlock; ++k) {
       // search_sub_block leaves every group on the grid.
       choice.grid_index[ib][k] = grid_index_of(grid, level_code(levels.data() + 4 * k));
@@ -402,7 +189,7 @@ struct NeighbourQueryAvx2 {
 // does) where the scalar loop could take it, +infinity elsewhere (past the list, NaN, or not below
 // FLT_MAX).
 GGUFKIT_TARGET_AVX2 __attribute__((always_inline)) inline __m256 candidate_keys_avx2(
-    const NeighbourQueryAvx2& query, const Iq3sGridIndex::CandidateChunk* chunks, int count, int v) {
+    const NeighbourQueryAvx2& query, const iq3::GridIndex::CandidateChunk* chunks, int count, int v) {
   const int8_t* rows = chunks[v / 2].coordinate[0].data() + 8 * (v % 2);
   __m256 d2 = _mm256_setzero_ps();
   for (int i = 0; i < 4; ++i) {
@@ -426,7 +213,7 @@ GGUFKIT_TARGET_AVX2 __attribute__((always_inline)) inline unsigned lanes_equal_a
 // error below FLT_MAX, that is the first candidate holding the smallest such error; NaN errors
 // never win, and when no candidate qualifies it keeps the first. Returns the grid index.
 GGUFKIT_TARGET_AVX2 __attribute__((always_inline)) inline int best_neighbour_avx2(
-    const Iq3sGridIndex& grid, int code, const float* magnitudes, const float* weights, float scale) {
+    const iq3::GridIndex& grid, int code, const float* magnitudes, const float* weights, float scale) {
   const int count = grid.neighbours_count[code];
   const uint16_t* candidates = grid.neighbours.data() + grid.neighbours_begin[code];
   if (count > kVectorNeighbourLimit) {
@@ -484,7 +271,7 @@ struct alignas(32) LaneTrial {
 // Rounds every lane's magnitudes at its inverse scale, moves off-grid groups of the lanes in
 // `lanes` (a lane bit mask) to their best neighbour at `scale`, and sums the fit terms: what one
 // step of search_sub_block does, per lane.
-GGUFKIT_TARGET_AVX2 void try_scale_avx2(const Iq3sGridIndex& grid, const PreparedBlock& p, const LaneInputs& in,
+GGUFKIT_TARGET_AVX2 void try_scale_avx2(const iq3::GridIndex& grid, const PreparedBlock& p, const LaneInputs& in,
                                         __m256 inv_scale, __m256 scale, unsigned lanes, LaneTrial& t) {
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 half = _mm256_set1_ps(0.5f);
@@ -540,7 +327,7 @@ GGUFKIT_TARGET_AVX2 void try_scale_avx2(const Iq3sGridIndex& grid, const Prepare
 
 // search_sub_block for the 8 sub-blocks at once. Leaves the upper vector halves zeroed: its
 // callers are baseline (SSE) code, which runs several times slower with them dirty.
-GGUFKIT_TARGET_AVX2 __attribute__((noinline)) void search_block_avx2(const Iq3sGridIndex& grid,
+GGUFKIT_TARGET_AVX2 __attribute__((noinline)) void search_block_avx2(const iq3::GridIndex& grid,
                                                                      const PreparedBlock& p, BlockChoice& choice) {
   LaneInputs in;
   for (int b = 0; b < kSubBlocks; ++b) {
@@ -611,7 +398,7 @@ GGUFKIT_TARGET_AVX2 __attribute__((noinline)) void search_block_avx2(const Iq3sG
   _mm256_zeroupper();
 }
 
-void quantize_block_avx2(const Iq3sGridIndex& grid, const float* x, const float* importance,
+void quantize_block_avx2(const iq3::GridIndex& grid, const float* x, const float* importance,
                                              uint8_t* block) {
   PreparedBlock p;
   prepare_block(x, importance, p);
@@ -622,7 +409,7 @@ void quantize_block_avx2(const Iq3sGridIndex& grid, const float* x, const float*
 
 #endif  // GGUFKIT_QUANT_X86
 
-using BlockQuantizer = void (*)(const Iq3sGridIndex&, const float*, const float*, uint8_t*);
+using BlockQuantizer = void (*)(const iq3::GridIndex&, const float*, const float*, uint8_t*);
 
 BlockQuantizer block_quantizer() {
 #if GGUFKIT_QUANT_X86
@@ -632,7 +419,7 @@ BlockQuantizer block_quantizer() {
 }
 
 void quantize_iq3_s(const float* src, std::byte* dst, int64_t nrows, int64_t n_per_row, const float* imatrix) {
-  const Iq3sGridIndex& grid = Iq3sGridIndex::get();
+  const iq3::GridIndex& grid = iq3::GridIndex::iq3_s();
   const BlockQuantizer quantize_block = block_quantizer();
   const int64_t blocks_per_row = n_per_row / kSuperBlockValues;
   std::array<uint8_t, kBlockBytes> block{};
