@@ -17,7 +17,9 @@
 
 namespace ggufkit::quant::iq3 {
 
+inline constexpr int kSuperBlockValues = 256;
 inline constexpr int kSubBlockValues = 32;
+inline constexpr int kSubBlocks = kSuperBlockValues / kSubBlockValues;  // 8
 inline constexpr int kGroupsPerSubBlock = kSubBlockValues / 4;  // 8 grid points
 inline constexpr int kLevels = 8;                               // levels 0..7 stand for 1, 3, ..., 15
 inline constexpr int kMaxGridSize = 512;
@@ -125,5 +127,26 @@ inline constexpr SearchRules kIq3xxsRules{15, false};
 // neighbour search's weights). Returns the scale (negative only with negative weights).
 float search_sub_block(const GridIndex& grid, const SearchRules& rules, const float* magnitudes,
                        const float* weight, const float* error_weight, float max, int8_t* levels);
+
+// One super-block's inputs to the search, per sub-block of 32 values.
+struct SearchInputs {
+  float magnitudes[kSubBlocks][kSubBlockValues];
+  float weight[kSubBlocks][kSubBlockValues];        // the fit's weights
+  float error_weight[kSubBlocks][kSubBlockValues];  // their square roots, the neighbour search's weights
+  float max[kSubBlocks];  // largest magnitude (ggml's order: NaN handling follows its MAX)
+};
+
+// What the search chose for each sub-block: the scale and the 8 grid points.
+struct BlockChoice {
+  float scale[kSubBlocks];
+  int grid_index[kSubBlocks][kGroupsPerSubBlock];
+};
+
+// search_sub_block for the sub-blocks whose bit is set in `active` (bit b: sub-block b); the
+// others' choices are left as they are. The AVX2 form searches all 8 at once with the same result.
+using BlockSearch = void (*)(const GridIndex& grid, const SearchRules& rules, const SearchInputs& inputs,
+                             unsigned active, BlockChoice& choice);
+// The fastest form this CPU runs (simd.h's GGUFKIT_QUANT_ISA applies).
+BlockSearch block_search();
 
 }  // namespace ggufkit::quant::iq3
