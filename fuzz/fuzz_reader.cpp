@@ -1,5 +1,6 @@
 // libFuzzer target for the reader: GgufFile::parse on arbitrary bytes, then everything a consumer
-// does with an accepted file (tests/robustness/exercise.h, shared with the robustness tests).
+// does with an accepted file (tests/robustness/exercise.h, shared with the robustness tests), and
+// the importance-matrix parser (GGUF and legacy .dat forms) on the same bytes.
 // Any inconsistency is printed and turned into a crash so libFuzzer keeps the input.
 //
 // Seed mode (used by scripts/run-fuzz.sh):
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "../tests/robustness/exercise.h"
+#include "ggufkit/imatrix.h"
 
 namespace {
 
@@ -152,6 +154,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::unique_ptr<std::byte[]> copy(new std::byte[size]);
   if (size != 0) std::memcpy(copy.get(), data, size);
   const std::span<const std::byte> input(copy.get(), size);
+
+  // The importance-matrix parser takes the same bytes: a GGUF one, or its own legacy form. It must
+  // only ever return an error.
+  (void)ggufkit::parse_importance_matrix(input);
 
   ggufkit::robust::Findings findings;
   ggufkit::robust::parse_and_exercise(findings, input);
