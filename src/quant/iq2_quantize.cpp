@@ -379,6 +379,8 @@ void quantize_rows(const float* src, std::byte* dst, int64_t nrows, int64_t n_pe
 
 }  // namespace
 
+void register_iq1_quantizers(KernelTable& table);  // iq1_quantize.cpp
+
 void register_iq2_quantizers(KernelTable& table) {
   // ggml_quantize_requires_imatrix: IQ2_XXS, IQ2_XS and IQ1_S; IQ2_S and IQ1_M work without.
   auto& xxs = entry(table, TensorType::IQ2_XXS);
@@ -393,6 +395,7 @@ void register_iq2_quantizers(KernelTable& table) {
   s.quantize = quantize_rows<quantize_block_iq2_s, Iq2Grid::iq2s_1024, kIq2sBlockBytes>;
   s.accepts_imatrix = true;
   s.requires_imatrix = false;
+  register_iq1_quantizers(table);
 }
 
 }  // namespace ggufkit::quant

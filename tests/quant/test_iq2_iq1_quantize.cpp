@@ -33,7 +33,8 @@ struct TypeCase {
 
 const TypeCase kTypes[] = {
     {TensorType::IQ2_XXS, "IQ2_XXS", 66, 32, true}, {TensorType::IQ2_XS, "IQ2_XS", 74, 16, true},
-    {TensorType::IQ2_S, "IQ2_S", 82, 16, false},
+    {TensorType::IQ2_S, "IQ2_S", 82, 16, false},    {TensorType::IQ1_S, "IQ1_S", 50, 32, true},
+    {TensorType::IQ1_M, "IQ1_M", 56, 16, false},
 };
 
 void PrintTo(const TypeCase& t, std::ostream* os) { *os << t.name; }
