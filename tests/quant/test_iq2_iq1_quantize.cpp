@@ -121,60 +121,36 @@ std::vector<float> random_imatrix(size_t n, uint64_t seed, bool with_zeros) {
   return w;
 }
 
-class Iq2Iq1Quantize : public ::testing::TestWithParam<TypeCase> {};
-
-// Runs first for each type, so the grid lookup structures are built while several threads race
+// The first use of the type, so the grid lookup structures are built while several threads race
 // for them.
-TEST_P(Iq2Iq1Quantize, ConcurrentFirstUseMatchesGgml) {
-  REQUIRE_QUANT_ORACLE(oracle);
-  const TypeCase& t = GetParam();
+void check_concurrent_first_use(const QuantOracle& oracle, const TypeCase& t) {
   const int64_t n_per_row = 1024;
   const auto src = varied_rows(32 * n_per_row, 1);
-  const auto q = quantize_both(*oracle, t, src, n_per_row, random_imatrix(n_per_row, 2, true), Threads{4});
+  const auto q = quantize_both(oracle, t, src, n_per_row, random_imatrix(n_per_row, 2, true), Threads{4});
   EXPECT_FALSE(all_zero(q.ours));
   EXPECT_TRUE(same_blocks(t, q));
 }
 
-TEST_P(Iq2Iq1Quantize, VariedBlocksMatchGgml) {
-  REQUIRE_QUANT_ORACLE(oracle);
-  const TypeCase& t = GetParam();
+void check_varied_blocks(const QuantOracle& oracle, const TypeCase& t) {
   const int64_t row_lengths[] = {256, 512, 1024, 2048, 4096};
   for (uint64_t seed = 10; seed < 20; ++seed) {
     const int64_t n_per_row = row_lengths[seed % 5];
     SCOPED_TRACE("seed " + std::to_string(seed) + ", rows of " + std::to_string(n_per_row));
     const auto src = varied_rows(static_cast<size_t>(65536 + n_per_row), seed);  // 256 blocks and a row
     const auto weighted =
-        quantize_both(*oracle, t, src, n_per_row, random_imatrix(static_cast<size_t>(n_per_row), seed, seed % 2 == 1));
+        quantize_both(oracle, t, src, n_per_row, random_imatrix(static_cast<size_t>(n_per_row), seed, seed % 2 == 1));
     EXPECT_TRUE(same_blocks(t, weighted)) << "with an importance matrix";
     EXPECT_FALSE(all_zero(weighted.ours));
     if (!t.requires_imatrix) {
-      const auto plain = quantize_both(*oracle, t, src, n_per_row, {});
+      const auto plain = quantize_both(oracle, t, src, n_per_row, {});
       EXPECT_TRUE(same_blocks(t, plain)) << "without an importance matrix";
       EXPECT_NE(plain.ours, weighted.ours) << "the importance matrix should change the choice somewhere";
     }
   }
 }
 
-// Several threads give the bytes of one (the pool hands out 64 Ki values at a time: 384 rows of 512
-// are three tasks).
-TEST_P(Iq2Iq1Quantize, ThreadsGiveTheSameBytes) {
-  const TypeCase& t = GetParam();
-  const int64_t n_per_row = 512;
-  const size_t rows = 384;
-  const auto src = varied_rows(rows * n_per_row, 40);
-  const auto imatrix = random_imatrix(n_per_row, 41, true);
-  const size_t bytes = rows * 2 * t.block_bytes;
-  std::vector<std::byte> one(bytes), two(bytes);
-  ASSERT_TRUE(quantize(t.type, src, one, n_per_row, imatrix).has_value());
-  ASSERT_TRUE(quantize(t.type, src, two, n_per_row, imatrix, Threads{2}).has_value());
-  EXPECT_EQ(one, two);
-  EXPECT_FALSE(all_zero(one));
-}
-
 // An all-zero sub-block at every position (and two of them, and a whole zero block).
-TEST_P(Iq2Iq1Quantize, ZeroSubBlocksAtEveryPosition) {
-  REQUIRE_QUANT_ORACLE(oracle);
-  const TypeCase& t = GetParam();
+void check_zero_sub_blocks(const QuantOracle& oracle, const TypeCase& t) {
   const int sub_blocks = static_cast<int>(kBlockValues) / t.sub_block;
   const size_t blocks = static_cast<size_t>(sub_blocks + 2) * 4;
   std::vector<float> src = varied_rows(blocks * kBlockValues, 20);
@@ -190,19 +166,17 @@ TEST_P(Iq2Iq1Quantize, ZeroSubBlocksAtEveryPosition) {
       std::fill(x, x + kBlockValues, 0.0f);
     }
   }
-  const auto weighted = quantize_both(*oracle, t, src, kBlockValues, random_imatrix(kBlockValues, 21, true));
+  const auto weighted = quantize_both(oracle, t, src, kBlockValues, random_imatrix(kBlockValues, 21, true));
   EXPECT_TRUE(same_blocks(t, weighted));
   EXPECT_FALSE(all_zero(weighted.ours));
   if (!t.requires_imatrix) {
-    EXPECT_TRUE(same_blocks(t, quantize_both(*oracle, t, src, kBlockValues, {})));
+    EXPECT_TRUE(same_blocks(t, quantize_both(oracle, t, src, kBlockValues, {})));
   }
 }
 
 // Degenerate blocks: a single non-zero value, constants, tiny and large magnitudes, values exactly
 // on the levels, and an importance matrix that is zero over whole sub-blocks.
-TEST_P(Iq2Iq1Quantize, DegenerateBlocksMatchGgml) {
-  REQUIRE_QUANT_ORACLE(oracle);
-  const TypeCase& t = GetParam();
+void check_degenerate_blocks(const QuantOracle& oracle, const TypeCase& t) {
   std::vector<float> src;
   auto add_block = [&](auto value_at) {
     for (int i = 0; i < kBlockValues; ++i) src.push_back(value_at(i));
@@ -224,13 +198,55 @@ TEST_P(Iq2Iq1Quantize, DegenerateBlocksMatchGgml) {
   std::vector<float> imatrix = random_imatrix(kBlockValues, 30, false);
   std::fill(imatrix.begin() + 64, imatrix.begin() + 96, 0.0f);
   std::fill(imatrix.begin() + 200, imatrix.end(), 0.0f);
-  const auto weighted = quantize_both(*oracle, t, src, kBlockValues, imatrix);
+  const auto weighted = quantize_both(oracle, t, src, kBlockValues, imatrix);
   EXPECT_TRUE(same_blocks(t, weighted));
-  const auto ones = quantize_both(*oracle, t, src, kBlockValues, std::vector<float>(kBlockValues, 1.0f));
+  const auto ones = quantize_both(oracle, t, src, kBlockValues, std::vector<float>(kBlockValues, 1.0f));
   EXPECT_TRUE(same_blocks(t, ones));
   if (!t.requires_imatrix) {
-    EXPECT_TRUE(same_blocks(t, quantize_both(*oracle, t, src, kBlockValues, {})));
+    EXPECT_TRUE(same_blocks(t, quantize_both(oracle, t, src, kBlockValues, {})));
   }
+}
+
+class Iq2Iq1Quantize : public ::testing::TestWithParam<TypeCase> {};
+
+// One test per type for everything compared with ggml: ggml builds its grid index in each process
+// that quantizes (for IQ1_S and IQ1_M about 20 s on two cores), and ctest runs every test in a
+// process of its own.
+TEST_P(Iq2Iq1Quantize, MatchesGgml) {
+  REQUIRE_QUANT_ORACLE(oracle);
+  const TypeCase& t = GetParam();
+  {
+    SCOPED_TRACE("concurrent first use");
+    check_concurrent_first_use(*oracle, t);
+  }
+  {
+    SCOPED_TRACE("varied blocks");
+    check_varied_blocks(*oracle, t);
+  }
+  {
+    SCOPED_TRACE("zero sub-blocks");
+    check_zero_sub_blocks(*oracle, t);
+  }
+  {
+    SCOPED_TRACE("degenerate blocks");
+    check_degenerate_blocks(*oracle, t);
+  }
+}
+
+// Several threads give the bytes of one (the pool hands out 64 Ki values at a time: 384 rows of 512
+// are three tasks).
+TEST_P(Iq2Iq1Quantize, ThreadsGiveTheSameBytes) {
+  const TypeCase& t = GetParam();
+  const int64_t n_per_row = 512;
+  const size_t rows = 384;
+  const auto src = varied_rows(rows * n_per_row, 40);
+  const auto imatrix = random_imatrix(n_per_row, 41, true);
+  const size_t bytes = rows * 2 * t.block_bytes;
+  std::vector<std::byte> one(bytes), two(bytes);
+  ASSERT_TRUE(quantize(t.type, src, one, n_per_row, imatrix).has_value());
+  ASSERT_TRUE(quantize(t.type, src, two, n_per_row, imatrix, Threads{2}).has_value());
+  EXPECT_EQ(one, two);
+  EXPECT_FALSE(all_zero(one));
 }
 
 TEST_P(Iq2Iq1Quantize, CapabilitiesAndRefusals) {
