@@ -237,30 +237,49 @@ void quantize_block_iq1_m(const Iq2GridIndex& grid, const float* x, const float*
     const auto order = ascending_order<kSub>(xb);
     float best_score = -FLT_MAX, scale = max;
     int best_i1 = -1, best_i2 = -1, best_k = -1;
-    for (int i1 = 0; i1 <= kSub; ++i1) {
-      for (int i2 = i1; i2 <= kSub; ++i2) {
-        // ggml sums each split from scratch, value by value in sorted order, into 4 accumulators.
-        float sumqx[4] = {}, sumq2[4] = {};
-        for (int j = 0; j < kSub; ++j) {
-          const int level = j < i1 ? 0 : j < i2 ? 1 : 2;
-          const int i = order[static_cast<size_t>(j)];
-          const int half = i < kSub / 2 ? 0 : 1;
-          for (int k = 0; k < 4; ++k) {
-            const float c = iq1m_values(k, half)[level];
-            sumqx[k] += weight[i] * c * xb[i];
-            sumq2[k] += weight[i] * c * c;
-          }
-        }
+    // ggml sums each split from scratch, value by value in sorted order, into one accumulator per
+    // shift pattern. The splits (i1, i2) share the first i2 of those additions with (i1, i2 - 1)
+    // and, for i2 = i1, with (i1 - 1, i1 - 1): carrying those partial sums along gives the same
+    // floats with far fewer additions. The terms are ggml's products, (weight * value) * x.
+    float term_qx[kSub][3][4], term_q2[kSub][3][4];
+    for (int j = 0; j < kSub; ++j) {
+      const int i = order[static_cast<size_t>(j)];
+      const int half = i < kSub / 2 ? 0 : 1;
+      for (int level = 0; level < 3; ++level) {
         for (int k = 0; k < 4; ++k) {
-          if (sumq2[k] > 0 && sumqx[k] * sumqx[k] > best_score * sumq2[k]) {
-            scale = sumqx[k] / sumq2[k];
-            best_score = scale * sumqx[k];
+          const float c = iq1m_values(k, half)[level];
+          term_qx[j][level][k] = weight[i] * c * xb[i];
+          term_q2[j][level][k] = weight[i] * c * c;
+        }
+      }
+    }
+    struct Sums {
+      float qx[4] = {}, q2[4] = {};
+      void add(const float (&tx)[4], const float (&t2)[4]) {
+        for (int k = 0; k < 4; ++k) {
+          qx[k] += tx[k];
+          q2[k] += t2[k];
+        }
+      }
+    };
+    Sums low;  // values 0..i1-1 at level 0
+    for (int i1 = 0; i1 <= kSub; ++i1) {
+      Sums low_mid = low;  // and values i1..i2-1 at level 1
+      for (int i2 = i1; i2 <= kSub; ++i2) {
+        Sums all = low_mid;  // and the rest at level 2
+        for (int j = i2; j < kSub; ++j) all.add(term_qx[j][2], term_q2[j][2]);
+        for (int k = 0; k < 4; ++k) {
+          if (all.q2[k] > 0 && all.qx[k] * all.qx[k] > best_score * all.q2[k]) {
+            scale = all.qx[k] / all.q2[k];
+            best_score = scale * all.qx[k];
             best_i1 = i1;
             best_i2 = i2;
             best_k = k;
           }
         }
+        if (i2 < kSub) low_mid.add(term_qx[i2][1], term_q2[i2][1]);
       }
+      if (i1 < kSub) low.add(term_qx[i1][0], term_q2[i1][0]);
     }
     if (best_i1 < 0 || best_i2 < 0 || best_k < 0) continue;
     int8_t levels[kSub];
