@@ -38,30 +38,13 @@ constexpr float kIq1mGroupMaxEps = 1e-7f;   // GROUP_MAX_EPS_IQ1_M
 constexpr size_t kIq1sBlockBytes = 2 + kSuperBlockValues / 8 + kSuperBlockValues / 16;  // 50
 constexpr size_t kIq1mBlockBytes = kSuperBlockValues / 8 + kSuperBlockValues / 16 + kSuperBlockValues / 32;  // 56
 
-// The neighbour of an off-grid code that best fits scale * value[level] to the 8 values
-// (weighted squared error; the first of equal ones wins). Writes its levels, returns its index.
+// The neighbour of an off-grid code that best fits scale * value[level] to the 8 values (ggml's
+// iq1_find_best_neighbour2). Writes its levels, returns its index.
 int best_neighbour(const Iq2GridIndex& grid, uint16_t code, const float* x, const float* weight, float scale,
                    const float* value, int8_t* levels) {
-  const auto candidates = grid.neighbours(code);
-  if (candidates.empty()) return 0;  // not reached: every off-grid code over levels 0..2 has some
-  float best_d2 = FLT_MAX;
-  int best_index = candidates[0];
-  for (const uint16_t candidate : candidates) {
-    const auto& point = grid.levels(candidate);
-    float d2 = 0;
-    for (int i = 0; i < kGroup; ++i) {
-      const float q = value[point[static_cast<size_t>(i)]];
-      const float w = weight[i];
-      const float diff = scale * q - x[i];
-      d2 += w * diff * diff;
-    }
-    if (d2 < best_d2) {
-      best_d2 = d2;
-      best_index = candidate;
-    }
-  }
-  std::memcpy(levels, grid.levels(best_index).data(), kGroup);
-  return best_index;
+  const int index = grid.best_neighbour(code, x, weight, scale, value);
+  std::memcpy(levels, grid.levels(index).data(), kGroup);
+  return index;
 }
 
 // The positions of a sub-block's values in ascending order (equal values keep their order).

@@ -43,6 +43,13 @@ class Iq2GridIndex {
   }
   const Levels& levels(int grid_index) const { return points_[static_cast<size_t>(grid_index)]; }
 
+  // The neighbour of an off-grid code whose point best fits scale * values[level] to the 8 values
+  // x: the smallest weighted squared error, summed over i in order as weights[i] * diff * diff;
+  // the first of equal errors wins and NaN never does (ggml's loop). When no error is below
+  // FLT_MAX (ggml aborts then) the first neighbour. Returns its grid index. With AVX2 (run-time
+  // choice) 8 neighbours are scored per vector, each lane doing the scalar operations.
+  int best_neighbour(uint16_t code, const float* x, const float* weights, float scale, const float* values) const;
+
   static uint16_t code_of(const int8_t* levels) {
     unsigned code = 0;
     for (int i = 0; i < kGroupSize; ++i) code |= static_cast<unsigned>(levels[i]) << (2 * i);
@@ -58,6 +65,13 @@ class Iq2GridIndex {
   std::vector<uint32_t> neighbours_begin_;
   std::vector<uint16_t> neighbours_count_;
   std::vector<uint16_t> neighbours_;
+  // The neighbour lists again for the vector search: per off-grid code, chunks of 8 candidates
+  // holding their levels as rows (unused slots are zero; the search masks them off).
+  struct alignas(64) CandidateChunk {
+    std::array<std::array<int8_t, 8>, kGroupSize> level;  // [coordinate][candidate]
+  };
+  std::vector<CandidateChunk> chunks_;
+  std::vector<uint32_t> chunks_begin_;
 };
 
 }  // namespace ggufkit::quant

@@ -12,7 +12,6 @@
 // Where ggml aborts (a group left off the grid, a neighbour search with only NaN or overflowing
 // errors) we take grid point 0 or the first neighbour instead.
 #include <array>
-#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -39,28 +38,15 @@ int grid_index_of(const Iq2GridIndex& grid, const int8_t* levels) {
   return ggml_max(0, grid.grid_of(Iq2GridIndex::code_of(levels)));
 }
 
-// The neighbour of an off-grid code that best fits scale * (2 * level + 1) to the 8 magnitudes
-// (weighted squared error; the first of equal ones wins). Writes its levels.
+// What levels 0, 1, 2 stand for, in units of the sub-block scale.
+constexpr float kLevelValues[3] = {1.0f, 3.0f, 5.0f};
+
+// Moves an off-grid group to the neighbour that best fits scale * (2 * level + 1) to its 8
+// magnitudes (ggml's iq2_find_best_neighbour).
 void best_neighbour(const Iq2GridIndex& grid, uint16_t code, const float* magnitudes, const float* weights,
                     float scale, int8_t* levels) {
-  const auto candidates = grid.neighbours(code);
-  if (candidates.empty()) return;  // not reached: every off-grid code over levels 0..2 has some
-  float best_d2 = FLT_MAX;
-  int best_index = candidates[0];
-  for (const uint16_t candidate : candidates) {
-    const auto& point = grid.levels(candidate);
-    float d2 = 0;
-    for (int i = 0; i < kGroup; ++i) {
-      const auto q = static_cast<float>(2 * point[static_cast<size_t>(i)] + 1);
-      const float diff = scale * q - magnitudes[i];
-      d2 += weights[i] * diff * diff;
-    }
-    if (d2 < best_d2) {
-      best_d2 = d2;
-      best_index = candidate;
-    }
-  }
-  std::memcpy(levels, grid.levels(best_index).data(), kGroup);
+  const int index = grid.best_neighbour(code, magnitudes, weights, scale, kLevelValues);
+  std::memcpy(levels, grid.levels(index).data(), kGroup);
 }
 
 // Rounds a group's magnitudes to levels at inverse scale inv_scale, clamped to 0..2.
