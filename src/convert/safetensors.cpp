@@ -7,7 +7,8 @@
 //   - at least 8 bytes (HeaderTooSmall);
 //   - N <= 100'000'000 (HeaderTooLarge), then 8 + N <= file size (InvalidHeaderLength): before
 //     any byte of the header is read;
-//   - the header starts with '{' (README "Format": MUST; the crate does not check it);
+//   - the header starts with '{' after any JSON whitespace (README "Format" says MUST begin with
+//     '{'; the crate checks neither, and tests that leading whitespace is accepted);
 //   - UTF-8 JSON (InvalidHeader, InvalidHeaderDeserialization): nlohmann's strict parser rejects
 //     ill-formed UTF-8 in strings, comments and trailing bytes other than whitespace; NUL bytes
 //     are rejected first (nlohmann's lexer would take one for the end of the input);
@@ -502,8 +503,12 @@ class SafetensorsParser {
     }
     f.header_size_ = n;
     const std::string_view header = f.header_json();
-    if (header.empty() || header.front() != '{') {
-      return make_error(ErrorCode::bad_header, kSafetensorsSizeFieldBytes, {}, "header does not start with '{'");
+    // The crate accepts leading JSON whitespace (test_whitespace_leading_padded_header: writers
+    // may pad to align the data), so the README's "MUST begin with {" applies after it.
+    const size_t first_token = std::min(header.find_first_not_of(" \t\n\r"), header.size());
+    if (first_token == header.size() || header[first_token] != '{') {
+      return make_error(ErrorCode::bad_header, kSafetensorsSizeFieldBytes + first_token, {},
+                        "header does not start with '{' (after any whitespace)");
     }
 
     // nlohmann's lexer takes a NUL byte for the end of input; JSON never holds a raw one.

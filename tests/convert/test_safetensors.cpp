@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+using namespace std::string_literals;
+
 #include "ggufkit/safetensors.h"
 #include "test_support.h"
 
@@ -253,6 +255,67 @@ TEST(Safetensors, AcceptsPaddingEscapesAndUnknownFields) {
   EXPECT_EQ(f.header_json(), header);
 }
 
+// The byte strings of the reference crate's own tests (safetensors/src/tensor.rs, mod tests), with
+// the crate's verdict: accepted, or the error it gives and the code that corresponds here.
+TEST(Safetensors, CrateTestVectors) {
+  auto bytes_of = [](std::string_view s) {
+    std::vector<std::byte> out(s.size());
+    std::memcpy(out.data(), s.data(), s.size());
+    return out;
+  };
+  using namespace std::string_view_literals;
+  struct Case {
+    const char* crate_test;
+    std::string_view serialized;
+    std::optional<ErrorCode> code;  // nullopt: accepted
+  };
+  const std::string_view sixteen_zeros = "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"sv;
+  const std::string header = R"({"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}})";
+  const std::string with_extra = "<\0\0\0\0\0\0\0"s + header + std::string(sixteen_zeros) + "extra_bogus_data_for_polyglot_file";
+  const std::string missing_two = "<\0\0\0\0\0\0\0"s + header + std::string(sixteen_zeros.substr(2));
+  const std::string too_large = "<\0\0\0\0\xff\xff\xff"s + header + std::string(sixteen_zeros);
+  const std::string overflow_a =
+      "O\0\0\0\0\0\0\0"s + R"({"test":{"dtype":"I32","shape":[2,18446744073709551614],"data_offsets":[0,16]}})" +
+      std::string(sixteen_zeros);
+  const std::string overflow_b =
+      "N\0\0\0\0\0\0\0"s + R"({"test":{"dtype":"I32","shape":[2,9223372036854775807],"data_offsets":[0,16]}})" +
+      std::string(sixteen_zeros);
+  const std::string zero_sized = "<\0\0\0\0\0\0\0"s + R"({"test":{"dtype":"I32","shape":[2,0],"data_offsets":[0, 0]}})";
+  const std::string invalid_info = "<\0\0\0\0\0\0\0"s + R"({"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0, 4]}})";
+  const std::vector<Case> cases{
+      {"test_metadata_incomplete_buffer (extra data)", with_extra, ErrorCode::bad_tensor_offset},
+      {"test_metadata_incomplete_buffer (missing data)", missing_two, ErrorCode::data_out_of_bounds},
+      {"test_header_too_large", too_large, ErrorCode::bad_header},
+      {"test_header_too_small", ""sv, ErrorCode::truncated},
+      {"test_invalid_header_length", "<\0\0\0\0\0\0\0"sv, ErrorCode::truncated},
+      {"test_invalid_header_non_utf8", "\x01\0\0\0\0\0\0\0\xff"sv, ErrorCode::bad_header},
+      {"test_invalid_header_not_json", "\x01\0\0\0\0\0\0\0{"sv, ErrorCode::bad_header},
+      {"test_whitespace_padded_header", "\x06\0\0\0\0\0\0\0{}\x0D\x20\x09\x0A"sv, std::nullopt},
+      {"test_whitespace_leading_padded_header", "\x06\0\0\0\0\0\0\0\x09\x0A{}\x0D\x20"sv, std::nullopt},
+      {"test_zero_sized_tensor", zero_sized, std::nullopt},
+      {"test_invalid_info", invalid_info, ErrorCode::tensor_size_mismatch},
+      {"test_validation_overflow (u64)", overflow_a, ErrorCode::shape_overflow},
+      {"test_validation_overflow (bits)", overflow_b, ErrorCode::shape_overflow},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.crate_test);
+    const auto bytes = bytes_of(c.serialized);
+    auto f = SafetensorsFile::parse(bytes);
+    if (!c.code) {
+      ASSERT_TRUE(f) << f.error().describe();
+      continue;
+    }
+    ASSERT_FALSE(f);
+    EXPECT_EQ(f.error().code, *c.code) << f.error().describe();
+  }
+  const auto zero_bytes = bytes_of(zero_sized);
+  const SafetensorsFile zero = parse_ok(zero_bytes);
+  ASSERT_EQ(zero.tensors().size(), 1u);
+  EXPECT_EQ(zero.tensors()[0].shape, (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(zero.tensors()[0].dtype, SafetensorsDtype::I32);
+  EXPECT_TRUE(zero.tensors()[0].data.empty());
+}
+
 // ---- rejections ----
 
 TEST(SafetensorsReject, HeaderSizeField) {
@@ -274,9 +337,12 @@ TEST(SafetensorsReject, HeaderSizeField) {
 }
 
 TEST(SafetensorsReject, NotAJsonObject) {
-  for (const std::string header : {"[]", " {}", "\"s\"", "1", "null", "\n{}"}) {
+  for (const std::string header : {"[]", "\"s\"", "1", "null", "x{}"}) {
     expect_error(parse_error(file_bytes(header, {})), ErrorCode::bad_header, "", 8);
   }
+  // Leading whitespace is skipped (the crate accepts it), whitespace alone is not a header.
+  expect_error(parse_error(file_bytes(" \n[]", {})), ErrorCode::bad_header, "", 8 + 2);
+  expect_error(parse_error(file_bytes("   ", {})), ErrorCode::bad_header, "", 8 + 3);
   // Starts with '{' but is not valid JSON: error at the offending byte.
   struct Case {
     std::string header;
