@@ -185,9 +185,9 @@ class HeaderHandler {
   // SAX interface.
   bool null() { return scalar("null"); }
   bool boolean(bool) { return scalar("a boolean"); }
-  bool number_integer(json::number_integer_t v) {
-    return v >= 0 ? number(static_cast<uint64_t>(v)) : scalar("a negative number");
-  }
+  // nlohmann reports only numbers with a '-' as number_integer; "-0" included, which serde_json
+  // reads as the float -0.0 and the crate rejects.
+  bool number_integer(json::number_integer_t) { return scalar("a negative number"); }
   bool number_unsigned(json::number_unsigned_t v) { return number(v); }
   bool number_float(json::number_float_t, const std::string&) {
     return scalar("a fraction or a number of 2^64 or more");
