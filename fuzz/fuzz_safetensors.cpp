@@ -88,12 +88,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   SafetensorsOptions options;
   options.max_header_bytes = 1 << 20;
-  if (auto f = SafetensorsFile::parse(input, options)) check_accepted(*f, input);
+  if (auto f = SafetensorsFile::parse(input, options)) {
+    check_accepted(*f, input);
+  } else {
+    const Error& e = f.error();
+    if (error_code_name(e.code) == "unknown_error" || e.message.empty()) broken("error without a code or reason", e.subject);
+    if (e.offset > size) broken("error offset past the input", e.subject);
+  }
   auto index = SafetensorsIndex::parse(std::string_view(reinterpret_cast<const char*>(copy.get()), size), options);
   if (index) {
     for (const SafetensorsIndexEntry& e : index->weight_map) {
       if (e.shard.empty() || e.shard.find('/') != std::string::npos) broken("index accepted a shard path", e.tensor);
+      if (e.offset >= size) broken("index entry offset past the input", e.tensor);
     }
+  } else if (index.error().offset > size) {
+    broken("index error offset past the input", index.error().subject);
   }
   return 0;
 }

@@ -123,7 +123,12 @@ class SafetensorsFile {
   uint64_t data_offset() const { return kSafetensorsSizeFieldBytes + header_size_; }
   uint64_t file_size() const { return bytes_.size(); }
   std::span<const std::byte> bytes() const { return bytes_; }
-  // The JSON header as stored (including any trailing padding).
+  // Asks the kernel to map the tensor's pages ahead of reading them (a hint; nothing for bytes
+  // given to parse()).
+  void prefetch(const SafetensorsTensor& tensor) const {
+    if (mapping_) mapping_->prefetch(data_offset() + tensor.data_begin, tensor.data_end - tensor.data_begin);
+  }
+  // The JSON header as stored (including any padding).
   std::string_view header_json() const {
     return {reinterpret_cast<const char*>(bytes_.data()) + kSafetensorsSizeFieldBytes, header_size_};
   }
