@@ -80,6 +80,14 @@ constexpr std::array<DtypeInfo, kSafetensorsDtypeCount> kDtypes{{
     {SafetensorsDtype::U64, "U64", 64},
 }};
 
+constexpr bool table_follows_enum() {
+  for (size_t i = 0; i < kDtypes.size(); ++i) {
+    if (static_cast<size_t>(kDtypes[i].dtype) != i || kDtypes[i].name.empty()) return false;
+  }
+  return true;
+}
+static_assert(table_follows_enum(), "kDtypes must list every SafetensorsDtype in enum order");
+
 const DtypeInfo& dtype_info(SafetensorsDtype dtype) {
   const auto i = static_cast<size_t>(dtype);
   return kDtypes[i < kDtypes.size() ? i : static_cast<size_t>(SafetensorsDtype::F32)];
