@@ -36,6 +36,9 @@ enum class ErrorCode : uint16_t {
   bad_tensor_offset,       // an offset not aligned, out of order, overlapping or leaving a gap
   data_out_of_bounds,      // tensor data past the end of the file
   invalid_argument,        // a caller passed something the API cannot accept (writer, lookups)
+  bad_header,              // safetensors: a header too large, not JSON, or not of the format's shape
+  tensor_size_mismatch,    // safetensors: data_offsets span not the size shape and dtype need
+  index_mismatch,          // safetensors: model.safetensors.index.json disagrees with its shards
 };
 
 std::string_view error_code_name(ErrorCode code);

@@ -30,6 +30,9 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::bad_tensor_offset: return "bad_tensor_offset";
     case ErrorCode::data_out_of_bounds: return "data_out_of_bounds";
     case ErrorCode::invalid_argument: return "invalid_argument";
+    case ErrorCode::bad_header: return "bad_header";
+    case ErrorCode::tensor_size_mismatch: return "tensor_size_mismatch";
+    case ErrorCode::index_mismatch: return "index_mismatch";
   }
   return "unknown_error";
 }
