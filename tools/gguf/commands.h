@@ -21,5 +21,6 @@ Runner register_merge(CLI::App& app);
 Runner register_convert_endian(CLI::App& app);
 Runner register_check(CLI::App& app);
 Runner register_hash(CLI::App& app);
+Runner register_convert(CLI::App& app);
 
 }  // namespace gguf_cli

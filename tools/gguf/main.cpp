@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   add(gguf_cli::register_convert_endian);
   add(gguf_cli::register_check);
   add(gguf_cli::register_hash);
+  add(gguf_cli::register_convert);
 
   // CLI11 would call an unknown verb a missing subcommand; say what is wrong instead.
   const auto is_verb = [&](std::string_view name) {

@@ -1,0 +1,2 @@
+// gguf convert (to be written: issue 7).
+#include "ggufkit/convert.h"
