@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <span>
 
@@ -14,6 +15,7 @@
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/split.h"
+#include "ggufkit/writer.h"
 #include "llama_quantize_oracle.h"
 #include "test_models.h"
 #include "test_support.h"
@@ -287,6 +289,121 @@ TEST(QuantizeImatrixOracle, KeepSplitWritesTheInputsShards) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "one-00001-of-00001.gguf"));
   EXPECT_FALSE(fs::exists(dir / "one.gguf"));
+  fs::remove_all(dir);
+}
+
+// llama-imatrix's GGUF form of `m`: sums = values x 2 over counts of 2 per expert (exact in
+// floats, so the values read back are m's), with the three imatrix.* keys.
+fs::path write_gguf_imatrix(const ImportanceMatrix& m, const GgufFile& model, const fs::path& path) {
+  GgufBuilder b;
+  (void)b.set("general.type", MetadataValue::string("imatrix"));
+  (void)b.set("imatrix.datasets", MetadataValue::string_array(std::vector<std::string>{"calibration.txt"}));
+  (void)b.set("imatrix.chunk_count", MetadataValue::of<uint32_t>(42));
+  (void)b.set("imatrix.chunk_size", MetadataValue::of<uint32_t>(512));
+  for (const ImportanceEntry& e : m.entries) {
+    const TensorInfo* t = model.find_tensor(e.name);
+    const int64_t experts = t ? t->ne[2] : 1;
+    std::vector<float> sums(e.values), counts(static_cast<size_t>(experts), 2.0f);
+    for (float& v : sums) v *= 2.0f;
+    const auto bytes = [](const std::vector<float>& v) {
+      std::vector<std::byte> out(v.size() * sizeof(float));
+      std::memcpy(out.data(), v.data(), out.size());
+      return out;
+    };
+    (void)b.add_tensor(e.name + ".in_sum2", TensorType::F32, std::vector<int64_t>{static_cast<int64_t>(sums.size() / counts.size()), experts}, bytes(sums));
+    (void)b.add_tensor(e.name + ".counts", TensorType::F32, std::vector<int64_t>{1, experts}, bytes(counts));
+  }
+  return b.write_file(path) ? path : fs::path{};
+}
+
+// The legacy .dat form: sums = values x 4 over 4 calls, then the chunk count and dataset name.
+fs::path write_legacy_imatrix(const ImportanceMatrix& m, const fs::path& path) {
+  std::vector<std::byte> out;
+  const auto put = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out.insert(out.end(), b, b + n);
+  };
+  const auto put_i32 = [&](int32_t v) { put(&v, 4); };
+  put_i32(static_cast<int32_t>(m.entries.size()));
+  for (const ImportanceEntry& e : m.entries) {
+    put_i32(static_cast<int32_t>(e.name.size()));
+    put(e.name.data(), e.name.size());
+    put_i32(4);
+    put_i32(static_cast<int32_t>(e.values.size()));
+    for (float v : e.values) {
+      const float sum = v * 4.0f;
+      put(&sum, 4);
+    }
+  }
+  put_i32(17);
+  const std::string dataset = "legacy-calibration.txt";
+  put_i32(static_cast<int32_t>(dataset.size()));
+  put(dataset.data(), dataset.size());
+  write_bytes(path, out);
+  return path;
+}
+
+// gguf quantize --imatrix FILE, both forms, against llama_model_quantize given the values
+// llama-quantize reads from them and the overrides it adds (file, dataset, entries, chunks).
+TEST(QuantizeImatrixOracle, ImatrixFilesThroughTheCli) {
+  GGUFKIT_REQUIRE_SHARED();
+  REQUIRE_LLAMA_QUANTIZE(oracle);
+  const fs::path model = *shared_dir() / "corpus/tiny-llama/tiny-llama-f32.gguf";
+  auto file = GgufFile::open(model);
+  ASSERT_TRUE(file);
+  const auto dir = temp_dir("quantize-imatrix-cli");
+  const ImportanceMatrix matrix = random_importance(*file, 21);
+  const fs::path gguf_form = write_gguf_imatrix(matrix, *file, dir / "m.gguf");
+  const fs::path legacy_form = write_legacy_imatrix(matrix, dir / "m.dat");
+  ASSERT_FALSE(gguf_form.empty());
+  struct Case {
+    fs::path imatrix;
+    std::string dataset;
+    uint32_t chunks;
+    const char* preset;
+    std::vector<std::string> extra;
+  };
+  const Case cases[] = {
+      {gguf_form, "calibration.txt", 42, "IQ2_XS", {}},
+      {legacy_form, "legacy-calibration.txt", 17, "IQ1_M", {}},
+      {gguf_form, "calibration.txt", 42, "Q4_K_M", {"--exclude-weights", "ffn_down", "--exclude-weights", "attn_q"}},
+      {legacy_form, "legacy-calibration.txt", 17, "Q3_K_S", {"--include-weights", "blk.1."}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.imatrix.filename().string() + " " + c.preset);
+    const fs::path ours = dir / "ours.gguf", theirs = dir / "llama.gguf";
+    std::vector<std::string> args = {"quantize", model.string(), ours.string(), c.preset, "--imatrix", c.imatrix.string()};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    const CommandResult r = run_gguf(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // What llama-quantize hands to llama_model_quantize: the matrix narrowed by the options.
+    ImportanceMatrix used = matrix;
+    if (c.extra.size() > 1 && c.extra[0] == "--exclude-weights") {
+      std::erase_if(used.entries, [](const ImportanceEntry& e) {
+        return e.name.find("ffn_down") != std::string::npos || e.name.find("attn_q") != std::string::npos;
+      });
+    } else if (c.extra.size() > 1) {
+      std::erase_if(used.entries, [](const ImportanceEntry& e) { return e.name.find("blk.1.") == std::string::npos; });
+    }
+    LlamaQuantizeRequest request = request_for(*parse_file_type(c.preset), used, c.imatrix.string());
+    request.kv_overrides.insert(request.kv_overrides.begin() + 1, {"quantize.imatrix.dataset", 3, 0, 0, false, c.dataset});
+    request.kv_overrides.push_back({"quantize.imatrix.chunks_count", 0, c.chunks, 0, false, {}});
+    ASSERT_TRUE(oracle->quantize(model.string(), theirs.string(), request));
+    EXPECT_EQ(first_difference(ours, theirs), "");
+    EXPECT_TRUE(read_bytes(ours) == read_bytes(theirs)) << "the headers differ";
+  }
+  // --include-weights with --exclude-weights, or without --imatrix: usage errors.
+  EXPECT_EQ(run_gguf({"quantize", model.string(), (dir / "x.gguf").string(), "q4_k_m", "--imatrix", gguf_form.string(),
+                      "--include-weights", "a", "--exclude-weights", "b"}).exit_code, 2);
+  EXPECT_EQ(run_gguf({"quantize", model.string(), (dir / "x.gguf").string(), "q4_k_m", "--include-weights", "a"}).exit_code, 2);
+  // A low-bit preset without a matrix is refused, naming the option; --dry-run shows the plan anyway.
+  const CommandResult refused = run_gguf({"quantize", model.string(), (dir / "x.gguf").string(), "iq2_xxs"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--imatrix"), std::string::npos) << refused.err;
+  const CommandResult dry = run_gguf({"quantize", model.string(), (dir / "x.gguf").string(), "iq2_xxs", "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("needs an importance matrix"), std::string::npos) << dry.out;
+  EXPECT_FALSE(fs::exists(dir / "x.gguf"));
   fs::remove_all(dir);
 }
 
