@@ -15,6 +15,9 @@ namespace ggufkit {
 namespace {
 
 using namespace arch_test;
+using test::NodeRun;
+using test::node_llama_cpp_missing;
+using test::run_node_script;
 namespace fs = std::filesystem;
 
 // A SentencePiece vocabulary llama.cpp accepts: <unk>, <s>, </s> and the 256 byte tokens (node-llama-cpp
@@ -40,34 +43,16 @@ void use_spm_vocabulary(Model& m) {
   }
 }
 
-struct LoadResult {
-  int status = -1;  // 0 loaded, 1 refused, 3 node-llama-cpp missing
-  std::string out;
-};
-
-// Runs tests/<script> (llama_load.mjs, or the split tests' llama_eval.mjs, which also evaluates).
-LoadResult run_with_llama_cpp(const fs::path& model, const std::string& script_path = "check/llama_load.mjs") {
-  const std::string modules = std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules";
-  const std::string script = std::string(GGUFKIT_SOURCE_DIR) + "/tests/" + script_path;
-  const std::string cmd = "node '" + script + "' '" + modules + "' '" + model.string() + "' 2>&1";
-  LoadResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+// Loads (check/llama_load.mjs) or also evaluates (split/llama_eval.mjs) a model with llama.cpp.
+// Status 0 loaded, 1 refused, 3 node-llama-cpp missing.
+NodeRun run_with_llama_cpp(const fs::path& model, const std::string& script = "check/llama_load.mjs") {
+  return run_node_script(script, {model.string()});
 }
 
 class LlamaCppAgrees : public testing::Test {
  protected:
   void SetUp() override {
-    if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "skipped: node is not on PATH";
-    if (!fs::exists(std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules/node-llama-cpp/package.json")) {
-      GTEST_SKIP() << "skipped: node-llama-cpp is not installed in .oracle (scripts/install-oracle.sh)";
-    }
+    if (const auto missing = node_llama_cpp_missing()) GTEST_SKIP() << "skipped: " << *missing;
     dir_ = test::temp_dir("check-arch-llama");
   }
   void TearDown() override {
@@ -89,7 +74,7 @@ class LlamaCppAgrees : public testing::Test {
         if (f.severity != Severity::info) problems.push_back(f);
       }
     }
-    const LoadResult r = run_with_llama_cpp(path);
+    const NodeRun r = run_with_llama_cpp(path);
     if (r.status == 3) {
       skipped_ = true;
       return {problems, false};
@@ -198,7 +183,7 @@ TEST_F(LlamaCppAgrees, Phi3WithoutAttentionLoadsThenCrashes) {
     EXPECT_NE(f.message.find("crashes when it evaluates"), std::string::npos) << f.message;
   }
   EXPECT_TRUE(loaded) << last_refusal_;
-  const LoadResult evaluated = run_with_llama_cpp(dir_ / "phi3-no-qkv.gguf", "split/llama_eval.mjs");
+  const NodeRun evaluated = run_with_llama_cpp(dir_ / "phi3-no-qkv.gguf", "split/llama_eval.mjs");
   EXPECT_NE(evaluated.status, 0) << evaluated.out;
 }
 

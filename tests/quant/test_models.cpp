@@ -17,7 +17,12 @@ std::filesystem::path write_test_model(const std::filesystem::path& dir, const M
   if (!tiny) return {};
   GgufBuilder b;
   const std::string& a = shape.arch;
-  constexpr uint32_t n_embd = 256, n_ff = 256, n_head = 8, n_head_kv = 2, n_vocab = 512;
+  constexpr uint32_t n_embd = 256, n_ff = 256, n_head = 8, n_head_kv = 2;
+  // As many embedding rows as the vocabulary has tokens: llama.cpp loads and runs the model.
+  const auto tokens = tiny->get("tokenizer.ggml.tokens");
+  const auto token_array = tokens ? tokens->as_array() : std::nullopt;
+  if (!token_array) return {};
+  const auto n_vocab = static_cast<int64_t>(token_array->size());
   (void)b.set("general.architecture", MetadataValue::string(a));
   (void)b.set("general.name", MetadataValue::string(shape.label()));
   (void)b.set(a + ".context_length", MetadataValue::of<uint32_t>(512));

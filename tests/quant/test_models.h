@@ -7,7 +7,8 @@
 
 // A model for llama_model_quantize to load: llama.cpp reads its hparams (and wants a vocabulary:
 // the tokenizer comes from ../shared's tiny-llama), never its tensors' roles, so the shapes only
-// need to be plausible. 8 heads over 2 kv heads (n_gqa 4); rows multiples of 256.
+// need to be plausible (they are: llama.cpp runs these models). 8 heads over 2 kv heads (n_gqa 4);
+// rows multiples of 256.
 struct ModelShape {
   std::string arch = "llama";  // "llama" (attn_q/k/v) or "falcon" (attn_qkv)
   uint32_t n_layer = 8;

@@ -4,6 +4,8 @@
 // byte for byte (the quantize.imatrix.* keys are the kv overrides llama-quantize adds for them).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -404,6 +406,32 @@ TEST(QuantizeImatrixOracle, ImatrixFilesThroughTheCli) {
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_NE(dry.out.find("needs an importance matrix"), std::string::npos) << dry.out;
   EXPECT_FALSE(fs::exists(dir / "x.gguf"));
+  fs::remove_all(dir);
+}
+
+// The outputs run in llama.cpp (node-llama-cpp's JavaScript API): a grouped-query expert model
+// (4 experts, 2 used, n_gqa 4) quantized with presets, the low-bit ones with an importance matrix.
+TEST(QuantizeImatrixOracle, QuantizedExpertModelRunsInLlamaCpp) {
+  GGUFKIT_REQUIRE_SHARED();
+  if (const auto missing = node_llama_cpp_missing()) GTEST_SKIP() << "skipped: " << *missing;
+  const auto dir = temp_dir("quantize-moe-eval");
+  const fs::path model = write_test_model(dir, {"llama", 8, 4, false});
+  ASSERT_FALSE(model.empty());
+  auto file = GgufFile::open(model);
+  ASSERT_TRUE(file);
+  const fs::path imatrix = write_gguf_imatrix(random_importance(*file, 5), *file, dir / "m.gguf");
+  for (const char* preset : {"Q4_K_M", "Q3_K_M", "IQ2_XS", "IQ1_M", "IQ3_XXS", "MXFP4_MOE"}) {
+    SCOPED_TRACE(preset);
+    const fs::path out = dir / (std::string(preset) + ".gguf");
+    const CommandResult q = run_gguf({"quantize", model.string(), out.string(), preset, "--imatrix", imatrix.string()});
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    const NodeRun run = run_node_script("split/llama_eval.mjs", {out.string(), "8"});
+    if (run.status == 3) GTEST_SKIP() << "skipped: " << run.out;
+    ASSERT_EQ(run.status, 0) << run.out;
+    const auto doc = nlohmann::json::parse(run.out.substr(run.out.find('{')));
+    EXPECT_GT(doc["tokens"].size(), 8u) << "the prompt and generated tokens";
+    fs::remove(out);
+  }
   fs::remove_all(dir);
 }
 

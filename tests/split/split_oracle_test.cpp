@@ -212,43 +212,20 @@ TEST_F(SplitOracle, ShardsAreWhatLlamaGgufSplitWrites) {
 
 // ---- node-llama-cpp ----
 
-struct NodeRun {
-  int status = -1;
-  std::string out;
-};
-
-NodeRun run_node(const std::string& script, const std::string& modules, const fs::path& model) {
-  const std::string cmd = "node '" + script + "' '" + modules + "' '" + model.string() + "' 12 2>&1";
-  NodeRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
 TEST(SplitNodeLlamaCpp, ShardsEvaluateLikeTheUnsplitModel) {
   GGUFKIT_REQUIRE_SHARED();
-  if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "skipped: node is not on PATH";
-  const std::string modules = std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules";
-  if (!fs::exists(modules + "/node-llama-cpp/package.json")) {
-    GTEST_SKIP() << "skipped: node-llama-cpp is not installed in " << modules << " (scripts/install-oracle.sh)";
-  }
-  const std::string script = std::string(GGUFKIT_SOURCE_DIR) + "/tests/split/llama_eval.mjs";
+  if (const auto missing = node_llama_cpp_missing()) GTEST_SKIP() << "skipped: " << *missing;
   const auto dir = temp_dir("split-node");
   const auto corpus = *shared_dir() / "corpus/tiny-llama";
   for (const auto& [name, limits] : {std::pair<const char*, SplitLimits>{"tiny-llama-f16.gguf", {1'000'000, 0}},
                                      {"tiny-llama-q4_k_m.gguf", {0, 5}}}) {
     SCOPED_TRACE(name);
-    const NodeRun whole = run_node(script, modules, corpus / name);
+    const NodeRun whole = run_node_script("split/llama_eval.mjs", {(corpus / name).string(), "12"});
     if (whole.status == 3) GTEST_SKIP() << "skipped: " << whole.out;
     ASSERT_EQ(whole.status, 0) << whole.out;
     const SplitPlan plan = split_into(corpus / name, dir, limits);
     ASSERT_GE(plan.shards.size(), 3u);
-    const NodeRun shards = run_node(script, modules, plan.shards[0].path);
+    const NodeRun shards = run_node_script("split/llama_eval.mjs", {plan.shards[0].path, "12"});
     ASSERT_EQ(shards.status, 0) << shards.out;
     const auto a = nlohmann::json::parse(whole.out);
     const auto b = nlohmann::json::parse(shards.out);
@@ -268,13 +245,8 @@ namespace {
 // The sample model the project ships (make demo, most CLI tests) is a model llama.cpp loads and
 // runs: an earlier one repeated token texts, which makes llama.cpp abort while loading.
 TEST(SampleNodeLlamaCpp, SampleModelLoadsAndGenerates) {
-  if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "skipped: node is not on PATH";
-  const std::string modules = std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules";
-  if (!fs::exists(modules + "/node-llama-cpp/package.json")) {
-    GTEST_SKIP() << "skipped: node-llama-cpp is not installed in " << modules << " (scripts/install-oracle.sh)";
-  }
-  const std::string script = std::string(GGUFKIT_SOURCE_DIR) + "/tests/split/llama_eval.mjs";
-  const NodeRun run = run_node(script, modules, sample_model());
+  if (const auto missing = node_llama_cpp_missing()) GTEST_SKIP() << "skipped: " << *missing;
+  const NodeRun run = run_node_script("split/llama_eval.mjs", {sample_model().string(), "12"});
   if (run.status == 3) GTEST_SKIP() << "skipped: " << run.out;
   ASSERT_EQ(run.status, 0) << run.out;
   const auto doc = nlohmann::json::parse(run.out.substr(run.out.find('{')));

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -107,6 +108,37 @@ CommandResult run_gguf(const std::vector<std::string>& args) {
   ::close(err_fd);
   ::unlink(out_path.c_str());
   ::unlink(err_path.c_str());
+  return r;
+}
+
+std::optional<std::string> node_llama_cpp_missing() {
+  if (std::system("node --version >/dev/null 2>&1") != 0) return "node is not on PATH";
+  const std::string modules = std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules";
+  if (!std::filesystem::exists(modules + "/node-llama-cpp/package.json")) {
+    return "node-llama-cpp is not installed in " + modules + " (scripts/install-oracle.sh)";
+  }
+  return std::nullopt;
+}
+
+NodeRun run_node_script(const std::string& script, const std::vector<std::string>& args) {
+  // Single quotes for the shell; a quote inside an argument is closed, escaped and reopened.
+  const auto quoted = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string cmd = "node " + quoted(std::string(GGUFKIT_SOURCE_DIR) + "/tests/" + script) + " " +
+                    quoted(std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules");
+  for (const auto& a : args) cmd += " " + quoted(a);
+  cmd += " 2>&1";
+  NodeRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
 }
 

@@ -32,6 +32,17 @@ struct CommandResult {
 // Runs build/gguf with the given arguments (no shell), capturing stdout and stderr.
 CommandResult run_gguf(const std::vector<std::string>& args);
 
+// llama.cpp through node-llama-cpp's JavaScript API: the node scripts under tests/ take the
+// oracle's node_modules directory first, then their own arguments.
+// Why node-llama-cpp cannot run here (node missing, the oracle not installed), or nullopt.
+std::optional<std::string> node_llama_cpp_missing();
+struct NodeRun {
+  int status = -1;  // the script's exit code (3: node-llama-cpp not importable, by convention)
+  std::string out;  // stdout and stderr together
+};
+// Runs tests/<script> (e.g. "split/llama_eval.mjs") with node: MODULES_DIR then `args`.
+NodeRun run_node_script(const std::string& script, const std::vector<std::string>& args);
+
 }  // namespace ggufkit::test
 
 // Skips the current test when ../shared is absent.
