@@ -36,7 +36,8 @@ struct TensorTypeOverride {
 
 // --override-kv KEY=TYPE:VALUE: a key set in the output's metadata, after the quantization keys
 // (moved to the end, as gguf_set_val does). Ints are written as u32 of their absolute value, floats
-// as f32, as llama_model_quantize does.
+// as f32, as llama_model_quantize does. An int override of a hyperparameter the preset rules read
+// (block_count, head counts, expert_count) changes their choices, as it does in llama.cpp.
 struct MetadataOverride {
   std::string key;
   MetadataValue value;

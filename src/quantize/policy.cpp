@@ -210,9 +210,10 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
   if (!options.pure && type_traits(*default_type).quantized) {
     std::vector<const TensorInfo*> infos;
     for (const TensorPlan& p : plan.tensors) infos.push_back(p.tensor);
-    auto facts = preset_rules::model_facts(metadata, infos);
-    facts.importance_matrix = importance != nullptr;
-    chooser.emplace(options.file_type, *default_type, std::move(facts));
+    auto facts = preset_rules::model_facts(metadata, infos, options.metadata_overrides);
+    if (!facts) return facts.error();
+    facts->importance_matrix = importance != nullptr;
+    chooser.emplace(options.file_type, *default_type, std::move(*facts));
   }
   // Compiled once; a bad pattern is the caller's error, not an exception.
   std::vector<std::pair<std::regex, TensorType>> patterns;

@@ -254,17 +254,33 @@ bool is_70b_model(std::string_view arch, int n_layer, uint64_t n_head, uint64_t 
 
 }  // namespace
 
-ModelFacts model_facts(const GgufFile& metadata, std::span<const TensorInfo* const> tensors) {
+Expected<ModelFacts> model_facts(const GgufFile& metadata, std::span<const TensorInfo* const> tensors,
+                                 std::span<const MetadataOverride> overrides) {
   ModelFacts facts;
   const ModelMetadata meta(metadata);
   facts.arch = std::string(meta.architecture().value_or(""));
+  // llama_model_quantize loads the hyperparameters with the --override-kv values: an int override
+  // replaces a scalar key (present or not: block_count, expert_count), but not a per-layer array,
+  // and not a head count the file lacks (llama.cpp reads those only when the file has them).
+  // An override of another type is ignored (llama.cpp warns and reads the file's value).
+  const auto hparam = [&](const std::string& key, bool only_when_present) -> std::optional<uint64_t> {
+    const auto file_value = first_layer_value(metadata, key);
+    for (const MetadataOverride& o : overrides) {
+      if (o.key != key) continue;
+      const auto stored = metadata.get(key);
+      if ((only_when_present && !stored) || (stored && stored->as_array())) break;
+      if (const auto v = o.value.view().as_uint(); v && o.value.type() == ValueType::UInt32) return v;
+      break;
+    }
+    return file_value;
+  };
   const std::string prefix = facts.arch + ".";
-  facts.n_layer = static_cast<int>(first_layer_value(metadata, prefix + "block_count").value_or(0));
-  const uint64_t n_head = first_layer_value(metadata, prefix + "attention.head_count").value_or(0);
+  facts.n_layer = static_cast<int>(hparam(prefix + "block_count", false).value_or(0));
+  const uint64_t n_head = hparam(prefix + "attention.head_count", true).value_or(0);
   // llama.cpp's loader: without the key, as many kv heads as heads.
-  const uint64_t n_head_kv = first_layer_value(metadata, prefix + "attention.head_count_kv").value_or(n_head);
+  const uint64_t n_head_kv = hparam(prefix + "attention.head_count_kv", true).value_or(n_head);
   facts.n_gqa = n_head_kv == 0 ? 0 : static_cast<int>(n_head / n_head_kv);
-  facts.n_expert = static_cast<int>(first_layer_value(metadata, prefix + "expert_count").value_or(0));
+  facts.n_expert = static_cast<int>(hparam(prefix + "expert_count", false).value_or(0));
   facts.is_70b = is_70b_model(facts.arch, facts.n_layer, n_head, n_head_kv);
   for (const TensorInfo* t : tensors) {
     if (t->name == "output.weight") facts.tied_embeddings = false;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ggufkit/error.h"
+#include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
 
 namespace ggufkit::preset_rules {
@@ -23,7 +24,10 @@ struct ModelFacts {
   bool importance_matrix = false;  // quantizing with an importance matrix (a few rules differ)
 };
 
-ModelFacts model_facts(const GgufFile& metadata, std::span<const TensorInfo* const> tensors);
+// The facts of a model, with llama-quantize's --override-kv values applied as its loader applies
+// them to the hyperparameters.
+Expected<ModelFacts> model_facts(const GgufFile& metadata, std::span<const TensorInfo* const> tensors,
+                                 std::span<const MetadataOverride> overrides = {});
 
 // Chooses types for one model; call choose() for every quantizable tensor in the order llama.cpp
 // writes them (the counters of attn_v and ffn_* tensors depend on it).

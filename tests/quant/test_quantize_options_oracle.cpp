@@ -232,6 +232,31 @@ TEST_F(QuantizeOptionsOracle, OverrideKv) {
   EXPECT_NE(bad.exit_code, 0);
 }
 
+// llama_model_quantize loads the hyperparameters with the overrides: fewer kv heads (n_gqa 4)
+// and more layers change the preset's choices, as they change llama.cpp's.
+TEST_F(QuantizeOptionsOracle, OverrideKvChangesTheHyperparametersTheRulesRead) {
+  LlamaQuantizeRequest request;
+  request.kv_overrides = {{"llama.attention.head_count_kv", 0, 1, 0, false, ""}};
+  EXPECT_EQ(compare(corpus("tiny-llama-f16.gguf"), "Q2_K", {"--override-kv", "llama.attention.head_count_kv=int:1"},
+                    request),
+            "");
+  // Kept once more to see the effect: attn_v is Q4_K with n_gqa 4 (Q3_K without the override).
+  ASSERT_EQ(run_gguf({"quantize", corpus("tiny-llama-f16.gguf").string(), (dir_ / "gqa.gguf").string(), "Q2_K",
+                      "--override-kv", "llama.attention.head_count_kv=int:1"}).exit_code, 0);
+  EXPECT_EQ(type_in(dir_ / "gqa.gguf", "blk.0.attn_v.weight"), TensorType::Q4_K);
+  LlamaQuantizeRequest layers;
+  layers.kv_overrides = {{"llama.block_count", 0, 16, 0, false, ""}};
+  for (const char* preset : {"Q4_K_M", "Q3_K_M", "Q4_K_S"}) {
+    EXPECT_EQ(compare(corpus("tiny-llama-f16.gguf"), preset, {"--override-kv", "llama.block_count=int:16"}, layers), "")
+        << preset;
+  }
+  // A float for an int hyperparameter: llama.cpp warns and keeps the file's value for its rules
+  // (the output's key is the float all the same).
+  LlamaQuantizeRequest wrong;
+  wrong.kv_overrides = {{"llama.block_count", 1, 0, 16.0, false, ""}};
+  EXPECT_EQ(compare(corpus("tiny-llama-f16.gguf"), "Q4_K_M", {"--override-kv", "llama.block_count=float:16"}, wrong), "");
+}
+
 TEST_F(QuantizeOptionsOracle, RequantizeNeedsTheFlag) {
   for (const char* source : {"tiny-llama-q8_0.gguf", "tiny-llama-q4_k_m.gguf"}) {
     // Without --allow-requantize both refuse.
