@@ -72,15 +72,20 @@ class QuantizeOptionsOracle : public ::testing::Test {
 
   // tiny-llama-f16 with an output.weight of its own (a copy of token_embd): tiny-llama's
   // token_embd doubles as the output, so output.weight's options need this model.
-  fs::path untied_model() {
-    const fs::path path = dir_ / "untied-f16.gguf";
+  fs::path untied_model() { return with_copy_of_token_embd("output.weight"); }
+  // Gemma 3n's per-layer token embeddings: a second embedding table the options treat apart.
+  fs::path per_layer_embedding_model() { return with_copy_of_token_embd("per_layer_token_embd.weight"); }
+
+  // tiny-llama-f16 with token_embd's data also under `name`.
+  fs::path with_copy_of_token_embd(const std::string& name) {
+    const fs::path path = dir_ / (name + "-f16.gguf");
     auto tiny = GgufFile::open(corpus("tiny-llama-f16.gguf"));
     if (!tiny) return {};
     GgufBuilder b;
     for (const KeyValue& kv : tiny->metadata()) (void)b.set(kv.key, MetadataValue::copy_of(kv.value));
     for (const TensorInfo& t : tiny->tensors()) {
       if (!b.add_tensor(t.name, t.type, t.shape(), tiny->tensor_data(t))) return {};
-      if (t.name == "token_embd.weight" && !b.add_tensor("output.weight", t.type, t.shape(), tiny->tensor_data(t))) {
+      if (t.name == "token_embd.weight" && !b.add_tensor(name, t.type, t.shape(), tiny->tensor_data(t))) {
         return {};
       }
     }
@@ -255,6 +260,27 @@ TEST_F(QuantizeOptionsOracle, OverrideKvChangesTheHyperparametersTheRulesRead) {
   LlamaQuantizeRequest wrong;
   wrong.kv_overrides = {{"llama.block_count", 1, 0, 16.0, false, ""}};
   EXPECT_EQ(compare(corpus("tiny-llama-f16.gguf"), "Q4_K_M", {"--override-kv", "llama.block_count=float:16"}, wrong), "");
+}
+
+// per_layer_token_embd follows --token-embedding-type, unless a --tensor-type names it (then the
+// pattern wins), as in llama.cpp.
+TEST_F(QuantizeOptionsOracle, PerLayerTokenEmbeddings) {
+  const fs::path model = per_layer_embedding_model();
+  ASSERT_FALSE(model.empty());
+  const auto ggml = [](TensorType t) { return static_cast<int>(t); };
+  LlamaQuantizeRequest embedding;
+  embedding.token_embedding_type = ggml(TensorType::Q8_0);
+  EXPECT_EQ(compare(model, "Q4_K_M", {"--token-embedding-type", "q8_0"}, embedding), "");
+  LlamaQuantizeRequest both = embedding;
+  both.tensor_types = {{"per_layer_token_embd", ggml(TensorType::Q5_0)}};
+  EXPECT_EQ(compare(model, "Q4_K_M", {"--token-embedding-type", "q8_0", "--tensor-type", "per_layer_token_embd=q5_0"}, both),
+            "");
+  ASSERT_EQ(run_gguf({"quantize", model.string(), (dir_ / "ple.gguf").string(), "Q4_K_M", "--token-embedding-type",
+                      "q8_0", "--tensor-type", "per_layer_token_embd=q5_0"}).exit_code, 0);
+  EXPECT_EQ(type_in(dir_ / "ple.gguf", "per_layer_token_embd.weight"), TensorType::Q5_0);
+  EXPECT_EQ(type_in(dir_ / "ple.gguf", "token_embd.weight"), TensorType::Q8_0);
+  LlamaQuantizeRequest preset;
+  EXPECT_EQ(compare(model, "IQ4_XS", {}, preset), "");
 }
 
 TEST_F(QuantizeOptionsOracle, RequantizeNeedsTheFlag) {
