@@ -212,6 +212,17 @@ TEST_F(QuantizeOptionsOracle, TensorTypeFile) {
                           {"attn_q", ggml(TensorType::Q5_1)},
                           {"blk\\.0\\.", ggml(TensorType::F16)}};
   EXPECT_EQ(compare(corpus("tiny-llama-f16.gguf"), "Q4_K_M", {"--tensor-type-file", list.string()}, request), "");
+  // Options and files keep their command-line order (the first match wins).
+  LlamaQuantizeRequest mixed;
+  mixed.tensor_types = {{"attn_q", ggml(TensorType::Q6_K)},
+                        {"ffn_down", ggml(TensorType::Q8_0)},
+                        {"attn_q", ggml(TensorType::Q5_1)},
+                        {"blk\\.0\\.", ggml(TensorType::F16)},
+                        {"ffn", ggml(TensorType::Q4_0)}};
+  EXPECT_EQ(compare(corpus("tiny-llama-f16.gguf"), "Q4_K_M",
+                    {"--tensor-type", "attn_q=q6_K", "--tensor-type-file", list.string(), "--tensor-type", "ffn=q4_0"},
+                    mixed),
+            "");
   // A malformed word is refused.
   std::ofstream(list) << "ffn_down\n";
   const CommandResult r = run_gguf({"quantize", corpus("tiny-llama-f16.gguf").string(), (dir_ / "x.gguf").string(),

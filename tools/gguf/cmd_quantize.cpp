@@ -26,7 +26,9 @@ struct QuantizeArgs {
   bool allow_requantize = false;
   bool keep_split = false;
   std::string output_tensor_type, token_embedding_type, imatrix;
-  std::vector<std::string> tensor_types, tensor_type_files, override_kv, include_weights, exclude_weights;
+  // --tensor-type PATTERN=TYPE and --tensor-type-file FILE in command-line order (file: true).
+  std::vector<std::pair<bool, std::string>> tensor_type_sources;
+  std::vector<std::string> override_kv, include_weights, exclude_weights;
   unsigned threads = 0;
 };
 
@@ -48,15 +50,18 @@ bool parse_type_option(const char* flag, const std::string& text, std::optional<
   return out.has_value();
 }
 
-// The overrides in llama-quantize's order: a file's PATTERN=TYPE words (separated by white space)
-// where --tensor-type-file stands, the --tensor-type options in theirs. CLI11 keeps each option's
-// values in order, not the interleaving, so files come after the single options.
+// The overrides in llama-quantize's order: the --tensor-type options and the PATTERN=TYPE words of
+// each --tensor-type-file (separated by white space) where the options stand.
 bool collect_tensor_types(const QuantizeArgs& args, std::vector<ggufkit::TensorTypeOverride>& out) {
-  std::vector<std::string> words = args.tensor_types;
-  for (const auto& file : args.tensor_type_files) {
-    std::ifstream in(file);
+  std::vector<std::string> words;
+  for (const auto& [is_file, text] : args.tensor_type_sources) {
+    if (!is_file) {
+      words.push_back(text);
+      continue;
+    }
+    std::ifstream in(text);
     if (!in) {
-      fmt::print(stderr, "gguf: --tensor-type-file: cannot open {}\n", file);
+      fmt::print(stderr, "gguf: --tensor-type-file: cannot open {}\n", text);
       return false;
     }
     for (std::string word; in >> word;) words.push_back(word);
@@ -214,13 +219,18 @@ Runner register_quantize(CLI::App& app) {
                   "Type of output.weight (and of token_embd when it doubles as the output)");
   cmd->add_option("--token-embedding-type", args->token_embedding_type, "Type of token_embd.weight");
   cmd->add_flag("--leave-output-tensor", args->leave_output_tensor, "Copy output.weight as it is");
-  cmd->add_option("--tensor-type", args->tensor_types,
-                  "REGEX=TYPE: tensors whose name contains a match get TYPE (repeatable; the first match wins; "
-                  "only with a quantized TYPE, as llama-quantize)")
-      ->allow_extra_args(false);
-  cmd->add_option("--tensor-type-file", args->tensor_type_files,
-                  "A file of REGEX=TYPE words separated by spaces or newlines (after any --tensor-type)")
-      ->allow_extra_args(false);
+  // Called as each option is parsed, so that the two keep their command-line order.
+  cmd->add_option_function<std::string>(
+         "--tensor-type", [args](const std::string& v) { args->tensor_type_sources.emplace_back(false, v); },
+         "REGEX=TYPE: tensors whose name contains a match get TYPE (repeatable; the first match wins; "
+         "only with a quantized TYPE, as llama-quantize)")
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_option_function<std::string>(
+         "--tensor-type-file", [args](const std::string& v) { args->tensor_type_sources.emplace_back(true, v); },
+         "A file of REGEX=TYPE words separated by spaces or newlines (repeatable)")
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->add_option("--override-kv", args->override_kv,
                   "KEY=TYPE:VALUE (TYPE int, float, bool or str): set a metadata key in the output (repeatable)")
       ->allow_extra_args(false);
