@@ -15,11 +15,13 @@
 
 #include "ggufkit/quant.h"
 #include "ggufkit/tensor_types.h"
+#include "quant_compare.h"
 #include "quant_oracle.h"
 
 namespace {
 
 using namespace ggufkit;
+using namespace ggufkit::test;
 
 constexpr int64_t kBlockValues = 256;
 
@@ -39,86 +41,9 @@ const TypeCase kTypes[] = {
 
 void PrintTo(const TypeCase& t, std::ostream* os) { *os << t.name; }
 
-struct Quantized {
-  std::vector<std::byte> ours, theirs;
-};
-
-Quantized quantize_both(const QuantOracle& oracle, const TypeCase& t, const std::vector<float>& src,
-                        int64_t n_per_row, const std::vector<float>& imatrix, Threads threads = {}) {
-  const size_t nrows = src.size() / static_cast<size_t>(n_per_row);
-  const size_t bytes = nrows * static_cast<size_t>(n_per_row / kBlockValues) * t.block_bytes;
-  Quantized q{std::vector<std::byte>(bytes), std::vector<std::byte>(bytes)};
-  const auto done = quantize(t.type, src, q.ours, n_per_row, imatrix, threads);
-  EXPECT_TRUE(done.has_value());
-  oracle.quantize_chunk(static_cast<uint32_t>(t.type), src.data(), q.theirs.data(), static_cast<int64_t>(nrows),
-                        n_per_row, imatrix.empty() ? nullptr : imatrix.data());
-  return q;
-}
-
-::testing::AssertionResult same_blocks(const TypeCase& t, const Quantized& q) {
-  const size_t n = t.block_bytes;
-  size_t differing_blocks = 0;
-  std::string first;
-  for (size_t b = 0; b * n < q.ours.size(); ++b) {
-    if (std::memcmp(q.ours.data() + b * n, q.theirs.data() + b * n, n) == 0) continue;
-    if (differing_blocks++ == 0) {
-      for (size_t i = 0; i < n; ++i) {
-        if (q.ours[b * n + i] != q.theirs[b * n + i]) {
-          first = "first at block " + std::to_string(b) + " byte " + std::to_string(i) + ": ours " +
-                  std::to_string(int(q.ours[b * n + i])) + " ggml " + std::to_string(int(q.theirs[b * n + i]));
-          break;
-        }
-      }
-    }
-  }
-  if (differing_blocks == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << differing_blocks << " of " << q.ours.size() / n << " blocks differ; "
-                                       << first;
-}
-
-bool all_zero(const std::vector<std::byte>& bytes) {
-  return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
-}
-
-// Each stretch of 16 values gets its own distribution and magnitude, so one block mixes easy and
-// hard cases.
+// Stretches of 16 values with their own distribution and magnitude, IQ1's levels among them.
 std::vector<float> varied_rows(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::exponential_distribution<float> exponential(1.0f);
-  std::student_t_distribution<float> heavy(2.0f);
-  std::vector<float> x(n);
-  for (size_t start = 0; start < n; start += 16) {
-    const float scale = std::pow(10.0f, uniform(rng) * 4.0f);
-    const int kind = static_cast<int>(rng() % 8);
-    for (size_t i = start; i < start + 16; ++i) {
-      float v = 0;
-      switch (kind) {
-        case 0: v = normal(rng); break;
-        case 1: v = uniform(rng); break;
-        case 2: v = exponential(rng) * (rng() & 1 ? 1.0f : -1.0f); break;
-        case 3: v = heavy(rng); break;
-        case 4: v = static_cast<float>(static_cast<int>(rng() % 11) - 5); break;  // integers: ties
-        case 5: v = static_cast<float>(static_cast<int>(rng() % 3) - 1); break;   // -1, 0, 1: IQ1's levels
-        case 6: v = std::fabs(normal(rng)) + 0.5f; break;                          // one sign
-        default: v = (rng() % 4 == 0) ? normal(rng) : 0.0f; break;                // sparse
-      }
-      x[i] = v * scale;
-    }
-  }
-  return x;
-}
-
-std::vector<float> random_imatrix(size_t n, uint64_t seed, bool with_zeros) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
-  std::vector<float> w(n);
-  for (float& v : w) {
-    v = std::pow(10.0f, uniform(rng) * 6.0f - 3.0f);
-    if (with_zeros && rng() % 5 == 0) v = 0.0f;
-  }
-  return w;
+  return ggufkit::test::varied_rows(n, seed, {16, 4.0f, 5, true});
 }
 
 // The first use of the type, so the grid lookup structures are built while several threads race
@@ -126,9 +51,9 @@ std::vector<float> random_imatrix(size_t n, uint64_t seed, bool with_zeros) {
 void check_concurrent_first_use(const QuantOracle& oracle, const TypeCase& t) {
   const int64_t n_per_row = 1024;
   const auto src = varied_rows(32 * n_per_row, 1);
-  const auto q = quantize_both(oracle, t, src, n_per_row, random_imatrix(n_per_row, 2, true), Threads{4});
+  const auto q = quantize_both(oracle, t.type, src, n_per_row, random_imatrix(n_per_row, 2, true), Threads{4});
   EXPECT_FALSE(all_zero(q.ours));
-  EXPECT_TRUE(same_blocks(t, q));
+  EXPECT_TRUE(same_blocks(q));
 }
 
 void check_varied_blocks(const QuantOracle& oracle, const TypeCase& t) {
@@ -138,12 +63,12 @@ void check_varied_blocks(const QuantOracle& oracle, const TypeCase& t) {
     SCOPED_TRACE("seed " + std::to_string(seed) + ", rows of " + std::to_string(n_per_row));
     const auto src = varied_rows(static_cast<size_t>(65536 + n_per_row), seed);  // 256 blocks and a row
     const auto weighted =
-        quantize_both(oracle, t, src, n_per_row, random_imatrix(static_cast<size_t>(n_per_row), seed, seed % 2 == 1));
-    EXPECT_TRUE(same_blocks(t, weighted)) << "with an importance matrix";
+        quantize_both(oracle, t.type, src, n_per_row, random_imatrix(static_cast<size_t>(n_per_row), seed, seed % 2 == 1));
+    EXPECT_TRUE(same_blocks(weighted)) << "with an importance matrix";
     EXPECT_FALSE(all_zero(weighted.ours));
     if (!t.requires_imatrix) {
-      const auto plain = quantize_both(oracle, t, src, n_per_row, {});
-      EXPECT_TRUE(same_blocks(t, plain)) << "without an importance matrix";
+      const auto plain = quantize_both(oracle, t.type, src, n_per_row, {});
+      EXPECT_TRUE(same_blocks(plain)) << "without an importance matrix";
       EXPECT_NE(plain.ours, weighted.ours) << "the importance matrix should change the choice somewhere";
     }
   }
@@ -166,11 +91,11 @@ void check_zero_sub_blocks(const QuantOracle& oracle, const TypeCase& t) {
       std::fill(x, x + kBlockValues, 0.0f);
     }
   }
-  const auto weighted = quantize_both(oracle, t, src, kBlockValues, random_imatrix(kBlockValues, 21, true));
-  EXPECT_TRUE(same_blocks(t, weighted));
+  const auto weighted = quantize_both(oracle, t.type, src, kBlockValues, random_imatrix(kBlockValues, 21, true));
+  EXPECT_TRUE(same_blocks(weighted));
   EXPECT_FALSE(all_zero(weighted.ours));
   if (!t.requires_imatrix) {
-    EXPECT_TRUE(same_blocks(t, quantize_both(oracle, t, src, kBlockValues, {})));
+    EXPECT_TRUE(same_blocks(quantize_both(oracle, t.type, src, kBlockValues, {})));
   }
 }
 
@@ -198,12 +123,12 @@ void check_degenerate_blocks(const QuantOracle& oracle, const TypeCase& t) {
   std::vector<float> imatrix = random_imatrix(kBlockValues, 30, false);
   std::fill(imatrix.begin() + 64, imatrix.begin() + 96, 0.0f);
   std::fill(imatrix.begin() + 200, imatrix.end(), 0.0f);
-  const auto weighted = quantize_both(oracle, t, src, kBlockValues, imatrix);
-  EXPECT_TRUE(same_blocks(t, weighted));
-  const auto ones = quantize_both(oracle, t, src, kBlockValues, std::vector<float>(kBlockValues, 1.0f));
-  EXPECT_TRUE(same_blocks(t, ones));
+  const auto weighted = quantize_both(oracle, t.type, src, kBlockValues, imatrix);
+  EXPECT_TRUE(same_blocks(weighted));
+  const auto ones = quantize_both(oracle, t.type, src, kBlockValues, std::vector<float>(kBlockValues, 1.0f));
+  EXPECT_TRUE(same_blocks(ones));
   if (!t.requires_imatrix) {
-    EXPECT_TRUE(same_blocks(t, quantize_both(oracle, t, src, kBlockValues, {})));
+    EXPECT_TRUE(same_blocks(quantize_both(oracle, t.type, src, kBlockValues, {})));
   }
 }
 

@@ -1,10 +1,12 @@
-// The IQ3_S vector search against ggml_quantize_chunk where lanes disagree: the AVX2 search runs
-// the 8 sub-blocks of a super-block as lanes (and the neighbour searches 8 or 16 candidates per
-// vector), so every super-block here mixes sub-blocks of different kinds: all-zero (inactive
-// lanes), subnormal, tiny, huge, exact rounding ties, single spikes, constants, and ordinary
-// random values; rows of 1 to 9 super-blocks; with and without importance matrices (zeros, whole
-// zero sub-blocks, wide dynamic range). Registered per instruction-set level like the other
-// kernel tests, so the AVX-512, AVX2 and portable paths all face ggml.
+// The IQ3 vector search (IQ3_S and IQ3_XXS share it, with their own rules) against
+// ggml_quantize_chunk where lanes disagree: the AVX2 search runs the 8 sub-blocks of a super-block
+// as lanes (and the neighbour searches several candidates per vector), so every super-block here
+// mixes sub-blocks of different kinds: all-zero, subnormal and below ggml's 1e-8 threshold
+// (inactive lanes), just above it, tiny, huge, exact rounding ties, single spikes, constants, odd
+// counts of negative values (a magnitude searched as negative), and ordinary random values; rows
+// of 1 to 9 super-blocks; with and without importance matrices (zeros, whole zero sub-blocks, wide
+// dynamic range). Registered per instruction-set level like the other kernel tests, so the AVX2
+// and portable paths both face ggml.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,18 +23,17 @@ namespace {
 
 using namespace ggufkit;
 
-constexpr TensorType kType = TensorType::IQ3_S;
 constexpr int64_t kBlockValues = 256;
-constexpr size_t kBlockBytes = 110;
 
 // Blocks of ours that differ from ggml's (0 when identical), with the first difference in *where.
-size_t differing_blocks(const QuantOracle& oracle, const std::vector<float>& src, int64_t n_per_row,
-                        const std::vector<float>& imatrix, std::string* where) {
+size_t differing_blocks(TensorType type, const QuantOracle& oracle, const std::vector<float>& src,
+                        int64_t n_per_row, const std::vector<float>& imatrix, std::string* where) {
+  const size_t kBlockBytes = type_traits(type).block_bytes;
   const size_t nrows = src.size() / static_cast<size_t>(n_per_row);
   const size_t bytes = nrows * static_cast<size_t>(n_per_row / kBlockValues) * kBlockBytes;
   std::vector<std::byte> ours(bytes), theirs(bytes);
-  EXPECT_TRUE(quantize(kType, src, ours, n_per_row, imatrix).has_value());
-  oracle.quantize_chunk(static_cast<uint32_t>(kType), src.data(), theirs.data(), static_cast<int64_t>(nrows),
+  EXPECT_TRUE(quantize(type, src, ours, n_per_row, imatrix).has_value());
+  oracle.quantize_chunk(static_cast<uint32_t>(type), src.data(), theirs.data(), static_cast<int64_t>(nrows),
                         n_per_row, imatrix.empty() ? nullptr : imatrix.data());
   size_t differing = 0;
   for (size_t b = 0; b * kBlockBytes < bytes; ++b) {
@@ -55,13 +56,16 @@ void fill_sub_block(float* x, int kind, std::mt19937_64& rng) {
     switch (kind) {
       case 0: v = 0.0f; break;                                                        // inactive lane
       case 1: v = -0.0f; break;                                                       // inactive, negative zeros
-      case 2: v = normal(rng) * 1e-41f; break;                                        // subnormal
-      case 3: v = normal(rng) * 1e-30f; break;                                        // tiny
+      case 2: v = normal(rng) * 0.3e-8f; break;                                       // below 1e-8: inactive
+      case 3: v = (1.0f + 0.5f * uniform(rng)) * (i % 5 ? 1.5e-8f : -1.5e-8f); break;  // just above 1e-8
       case 4: v = normal(rng) * 3e8f; break;  // huge, yet ggml's weighted errors stay finite
       case 5: v = static_cast<float>(static_cast<int>(rng() % 31) - 15) * magnitude; break;  // rounding ties
       case 6: v = i == static_cast<int>(rng() % 32) ? normal(rng) * magnitude : 0.0f; break;  // a spike or two
       case 7: v = magnitude; break;                                                   // constant
       case 8: v = static_cast<float>(2 * (rng() % 8) + 1) * (rng() & 1 ? 1.0f : -1.0f); break;  // grid levels
+      case 9: v = (i % 8 == 3 ? -1.0f : 1.0f) * std::abs(normal(rng)) * magnitude; break;  // one negative per 8
+      case 10: v = normal(rng) * 1e-41f; break;                                       // subnormal
+      case 11: v = normal(rng) * 1e-30f; break;                                       // tiny
       default: v = normal(rng) * magnitude; break;
     }
     x[i] = v;
@@ -73,7 +77,7 @@ std::vector<float> mixed_rows(size_t blocks, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<float> x(blocks * kBlockValues);
   for (size_t s = 0; s < blocks * 8; ++s) {
-    const int kind = static_cast<int>(rng() % 14);
+    const int kind = static_cast<int>(rng() % 16);
     fill_sub_block(x.data() + 32 * s, kind, rng);
   }
   return x;
@@ -92,49 +96,58 @@ std::vector<float> importance(size_t n, uint64_t seed) {
   return w;
 }
 
+class Iq3Simd : public ::testing::TestWithParam<TensorType> {};
+
 // Rows of 1..9 super-blocks: fewer blocks than any vector width, and remainders of every size.
-TEST(Iq3sSimd, RowsOfOneToNineMixedBlocks) {
+TEST_P(Iq3Simd, RowsOfOneToNineMixedBlocks) {
   REQUIRE_QUANT_ORACLE(oracle);
+  const TensorType type = GetParam();
   for (int64_t blocks = 1; blocks <= 9; ++blocks) {
     SCOPED_TRACE("blocks per row " + std::to_string(blocks));
     const int64_t n_per_row = blocks * kBlockValues;
     const auto src = mixed_rows(static_cast<size_t>(3 * blocks), static_cast<uint64_t>(100 + blocks));
     std::string where;
-    EXPECT_EQ(differing_blocks(*oracle, src, n_per_row, {}, &where), 0u) << where;
+    EXPECT_EQ(differing_blocks(type, *oracle, src, n_per_row, {}, &where), 0u) << where;
     const auto imatrix = importance(static_cast<size_t>(n_per_row), static_cast<uint64_t>(200 + blocks));
-    EXPECT_EQ(differing_blocks(*oracle, src, n_per_row, imatrix, &where), 0u) << where << " (importance matrix)";
+    EXPECT_EQ(differing_blocks(type, *oracle, src, n_per_row, imatrix, &where), 0u) << where << " (importance matrix)";
   }
 }
 
 // Many mixed super-blocks: every lane meets every kind of neighbour, many times.
-TEST(Iq3sSimd, ManyMixedBlocksWithAndWithoutImportance) {
+TEST_P(Iq3Simd, ManyMixedBlocksWithAndWithoutImportance) {
   REQUIRE_QUANT_ORACLE(oracle);
+  const TensorType type = GetParam();
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const int64_t n_per_row = 8 * kBlockValues;
     const auto src = mixed_rows(8 * 24, seed);
     std::string where;
-    EXPECT_EQ(differing_blocks(*oracle, src, n_per_row, {}, &where), 0u) << where;
-    EXPECT_EQ(differing_blocks(*oracle, src, n_per_row, importance(n_per_row, seed + 10), &where), 0u)
+    EXPECT_EQ(differing_blocks(type, *oracle, src, n_per_row, {}, &where), 0u) << where;
+    EXPECT_EQ(differing_blocks(type, *oracle, src, n_per_row, importance(n_per_row, seed + 10), &where), 0u)
         << where << " (importance matrix)";
   }
 }
 
 // Ordinary data with a single active lane, or a single inactive one, at every position.
-TEST(Iq3sSimd, OneActiveOrOneInactiveLane) {
+TEST_P(Iq3Simd, OneActiveOrOneInactiveLane) {
   REQUIRE_QUANT_ORACLE(oracle);
+  const TensorType type = GetParam();
   std::mt19937_64 rng(7);
   std::vector<float> src(16 * kBlockValues);
   for (int block = 0; block < 16; ++block) {
     for (int sub = 0; sub < 8; ++sub) {
       const bool active = block < 8 ? sub == block : sub != block - 8;
-      fill_sub_block(src.data() + block * kBlockValues + 32 * sub, active ? 13 : 0, rng);
+      fill_sub_block(src.data() + block * kBlockValues + 32 * sub, active ? 15 : 0, rng);
     }
   }
   std::string where;
-  EXPECT_EQ(differing_blocks(*oracle, src, kBlockValues, {}, &where), 0u) << where;
-  EXPECT_EQ(differing_blocks(*oracle, src, kBlockValues, importance(kBlockValues, 8), &where), 0u)
+  EXPECT_EQ(differing_blocks(type, *oracle, src, kBlockValues, {}, &where), 0u) << where;
+  EXPECT_EQ(differing_blocks(type, *oracle, src, kBlockValues, importance(kBlockValues, 8), &where), 0u)
       << where << " (importance matrix)";
 }
+
+std::string type_label(const ::testing::TestParamInfo<TensorType>& p) { return std::string(type_name(p.param)); }
+
+INSTANTIATE_TEST_SUITE_P(Types, Iq3Simd, ::testing::Values(TensorType::IQ3_S, TensorType::IQ3_XXS), type_label);
 
 }  // namespace
