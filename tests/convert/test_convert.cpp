@@ -6,6 +6,7 @@
 // absence is the point.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -204,6 +205,7 @@ GgufFile convert(const TinyModel& model, const std::string& name, const ConvertO
   EXPECT_TRUE(plan) << (plan ? "" : plan.error().describe());
   auto file = GgufFile::open(out);
   EXPECT_TRUE(file) << (file ? "" : file.error().describe());
+  std::filesystem::remove_all(dir.parent_path());  // the mapping keeps the file's bytes
   return std::move(*file);
 }
 
@@ -601,6 +603,31 @@ TEST(Convert, DryRunWritesNothing) {
   EXPECT_EQ(permuted, 2 * static_cast<size_t>(m.layers));
 }
 
+TEST(Convert, CancelledWritesNothing) {
+  TinyModel m;
+  const auto dir = test::temp_dir("convert-cancel") / "model";
+  m.write(dir);
+  std::atomic<bool> cancel{true};
+  ConvertOptions options = no_tokenizer();
+  options.cancel = &cancel;
+  const auto out = dir.parent_path() / "out.gguf";
+  auto plan = convert_model(dir, out, options);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.error().message.find("cancelled"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // Progress counts every tensor once, in order.
+  cancel = false;
+  std::vector<size_t> done;
+  options.progress = [&](size_t n, size_t all) {
+    EXPECT_EQ(all, 3 + 9 * static_cast<size_t>(m.layers));
+    done.push_back(n);
+  };
+  ASSERT_TRUE(convert_model(dir, out, options));
+  ASSERT_EQ(done.size(), 3 + 9 * static_cast<size_t>(m.layers));
+  for (size_t i = 0; i < done.size(); ++i) EXPECT_EQ(done[i], i + 1);
+  std::filesystem::remove_all(dir.parent_path());
+}
+
 TEST(ConvertCli, ConvertsDryRunsAndRefuses) {
   TinyModel m;
   const auto dir = test::temp_dir("convert-cli") / "model";
@@ -639,6 +666,7 @@ TEST(ConvertCli, ConvertsDryRunsAndRefuses) {
 
   r = test::run_gguf({"convert", (dir / "nowhere").string(), out + ".x", "--no-tokenizer"});
   EXPECT_EQ(r.exit_code, 2);
+  std::filesystem::remove_all(dir.parent_path());
 }
 
 }  // namespace
