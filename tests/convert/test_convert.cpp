@@ -320,6 +320,34 @@ TEST(Convert, InputDtypes) {
   }
 }
 
+// Values f16 and bf16 cannot hold: rounded as ggml (and numpy, and gguf-py's bf16) round, to nearest even.
+TEST(Convert, F32ToF16AndBf16RoundAsGgml) {
+  TinyModel m;
+  auto tensors = m.tensors();
+  std::vector<float> values;
+  for (auto& t : tensors) {
+    if (t.name != "model.layers.0.mlp.up_proj.weight") continue;
+    for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = static_cast<float>(i) * 0.0123456789f - 7.654321f;
+    values = t.values;
+  }
+  for (TensorType out : {TensorType::F16, TensorType::BF16}) {
+    const auto dir = test::temp_dir("convert-round") / "model";
+    m.write(dir);
+    write_safetensors(dir / "model.safetensors", tensors, "F32");
+    const auto path = dir.parent_path() / "out.gguf";
+    ASSERT_TRUE(convert_model(dir, path, no_tokenizer(out)));
+    auto f = GgufFile::open(path);
+    ASSERT_TRUE(f);
+    const TensorInfo* up = f->find_tensor("blk.0.ffn_up.weight");
+    ASSERT_EQ(up->type, out);
+    std::vector<std::byte> expected(values.size() * 2);
+    ASSERT_TRUE(quantize(out, values, expected, m.embd));
+    const auto data = f->tensor_data(*up);
+    EXPECT_TRUE(std::equal(data.begin(), data.end(), expected.begin(), expected.end())) << type_name(out);
+    std::filesystem::remove_all(dir.parent_path());
+  }
+}
+
 TEST(Convert, IntegerInputsBecomeFloats) {
   TinyModel m;
   m.dtype = "I32";
