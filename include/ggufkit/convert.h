@@ -18,6 +18,12 @@
 //   label from the parameter count. Not reproduced: the model card (README.md front matter:
 //   license, tags, languages, base models, datasets...) and generation_config.json (sampling keys);
 //   the title-casing of names is ASCII only.
+// - architecture keys: those TextModel.set_gguf_parameters and LlamaModel/Qwen2Model write for
+//   these models (context_length from max_position_embeddings only). Not written because the
+//   Python converter does not write them for these four: sliding window (Mistral, Qwen2),
+//   pooling type (Qwen2 embedding models), causal_attention; text_config nesting is not read.
+//   LlamaModel.set_vocab's CodeLlama (vocab 32016) and Granite (49152) tokenizer tweaks are not
+//   reproduced.
 // - tensor order: rope_freqs first (llama3 rope scaling), then the shards in file-name order, each
 //   shard's tensors in name order.
 // - types: 1-D tensors and *_norm.weight stay F32; other tensors get the output type; a quantized
