@@ -1,4 +1,130 @@
 // gguf convert: a Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer files)
 // to one GGUF file, as llama.cpp's convert_hf_to_gguf.py writes it, streamed tensor by tensor.
-// To be designed (issue 7).
+//
+// The tensors are read from the mapped safetensors and converted a bounded run of rows at a time
+// while the writer asks for them: memory holds a step of one tensor (a few MiB) plus fixed
+// buffers, whatever the model's size. The output is written atomically.
+//
+// Supported architectures are one table (src/convert/architectures.cpp): LlamaForCausalLM and
+// MistralForCausalLM ("llama", Q/K rows permuted as the Python converter's LlamaModel.permute),
+// Qwen2ForCausalLM ("qwen2"), Qwen3ForCausalLM ("qwen3").
+//
+// What is reproduced of the Python converter, and what is not:
+// - metadata keys, their types and their order (general.*, then the architecture's keys, then
+//   general.quantization_version, then the tokenizer's keys); general.quantization_version is
+//   written for every output type, as the Python converter does.
+// - general.name / basename / finetune / version / size_label / organization: gguf-py's
+//   metadata.py heuristics on config.json's _name_or_path and the directory name, and the size
+//   label from the parameter count. Not reproduced: the model card (README.md front matter:
+//   license, tags, languages, base models, datasets...) and generation_config.json (sampling keys);
+//   the title-casing of names is ASCII only.
+// - architecture keys: those TextModel.set_gguf_parameters and LlamaModel/Qwen2Model write for
+//   these models (context_length from max_position_embeddings only). Not written because the
+//   Python converter does not write them for these four: sliding window (Mistral, Qwen2),
+//   pooling type (Qwen2 embedding models), causal_attention; text_config nesting is not read.
+//   LlamaModel.set_vocab's CodeLlama (vocab 32016) and Granite (49152) tokenizer tweaks are not
+//   reproduced.
+// - tensor order: rope_freqs first (llama3 rope scaling), then the shards in file-name order, each
+//   shard's tensors in name order.
+// - types: 1-D tensors and *_norm.weight stay F32; other tensors get the output type; a quantized
+//   output type falls back to F16 for tensors whose rows are not a multiple of its block size.
 #pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ggufkit/error.h"
+#include "ggufkit/quant.h"
+#include "ggufkit/safetensors.h"
+#include "ggufkit/tensor_types.h"
+#include "ggufkit/value.h"
+
+namespace ggufkit {
+
+struct ConvertOptions {
+  // The type of the weight matrices (the Python converter's --outtype, f16 by default): F32, F16,
+  // BF16, Q8_0, or any type quantize() encodes without an importance matrix.
+  TensorType out_type = TensorType::F16;
+  Threads threads{0};
+  // false: no tokenizer keys (tests, vocab-less tools). A model without them does not load in
+  // llama.cpp.
+  bool tokenizer = true;
+  // convert_model only plans (and checks) the conversion; nothing is written.
+  bool dry_run = false;
+  // Set from another thread (a signal handler) to stop; the output is then not written.
+  const std::atomic<bool>* cancel = nullptr;
+  // Called after each tensor is written: (tensors done, tensors in all), in plan order.
+  std::function<void(size_t, size_t)> progress;
+  bool sync = true;  // flush the output to the disk before it is renamed into place
+};
+
+// How a tensor's values are changed on the way.
+enum class ConvertTransform : uint8_t {
+  none,
+  permute_rope,   // rows regrouped per head as LlamaModel.permute (Q and K of llama)
+  rope_freqs,     // generated: llama3 rope scaling factors, one per rotary dimension pair
+};
+std::string_view convert_transform_name(ConvertTransform transform);
+
+struct ConvertTensorPlan {
+  std::string hf_name;                       // empty for generated tensors
+  std::string gguf_name;
+  std::vector<int64_t> shape;                // ggml order (ne0 first)
+  const SafetensorsTensor* source = nullptr; // null for generated tensors
+  TensorType type = TensorType::F32;         // in the output
+  ConvertTransform transform = ConvertTransform::none;
+  int64_t permute_heads = 0;                 // heads the rows are grouped in (permute_rope)
+  std::vector<float> generated;              // the values of a generated tensor
+  uint64_t bytes = 0;                        // in the output, without padding
+  std::string note;                          // why the type is not the output type, when it is not
+};
+
+struct ConvertPlan {
+  std::string hf_architecture;   // config.json's architectures[0]
+  std::string architecture;      // general.architecture
+  // Every key in the order it is written.
+  std::vector<std::pair<std::string, MetadataValue>> metadata;
+  std::vector<ConvertTensorPlan> tensors;  // in write order
+  std::vector<std::string> skipped;        // checkpoint tensors the converter drops (rotary_emb.inv_freq)
+  uint64_t parameter_count = 0;
+  uint64_t tensor_bytes = 0;               // padding included
+  uint32_t file_type = 0;                  // general.file_type
+  // The checkpoint; the plan's sources point into it.
+  std::shared_ptr<const SafetensorsModel> model;
+};
+
+// The HF architectures the converter knows, in table order.
+std::vector<std::string_view> convert_supported_architectures();
+// Whether `type` can be an output type (see ConvertOptions::out_type).
+bool convert_accepts_out_type(TensorType type);
+// The llama_ftype general.file_type gets for an output type (ALL_F32 = 0, MOSTLY_F16 = 1, ...).
+std::optional<uint32_t> convert_file_type(TensorType out_type);
+
+// Reads config.json, the safetensors and (unless options.tokenizer is false) the tokenizer, and
+// checks them against each other. Errors name the file, key or tensor concerned.
+Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const ConvertOptions& options = {});
+// Writes a plan's GGUF to `output`, atomically.
+Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::path& output,
+                               const ConvertOptions& options = {});
+// Both.
+Expected<ConvertPlan> convert_model(const std::filesystem::path& model_dir, const std::filesystem::path& output,
+                                    const ConvertOptions& options = {});
+
+// gguf-py's metadata.py heuristics, exposed for tests.
+struct ModelNameParts {
+  std::optional<std::string> name, organization, basename, finetune, version, size_label;
+};
+// Metadata.get_model_id_components, with the name title-cased as Metadata.id_to_title.
+ModelNameParts model_name_parts(std::string_view model_id, int64_t total_params);
+// gguf.size_label for a model without experts: "1.1B", "33M", "7.2K".
+std::string model_size_label(uint64_t total_params);
+
+}  // namespace ggufkit

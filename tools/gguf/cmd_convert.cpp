@@ -1,12 +1,144 @@
-// gguf convert HF_DIR OUT.gguf (to be written: issue 7).
+// gguf convert HF_DIR OUT.gguf [--outtype f32|f16|bf16|q8_0|TYPE] [--threads N] [--dry-run] [--json]
+// [--no-tokenizer]:
+// a Hugging Face safetensors checkpoint to GGUF as llama.cpp's convert_hf_to_gguf.py writes it,
+// streamed tensor by tensor. Prints the output path (or, with --dry-run, the plan) on stdout,
+// progress on stderr.
+#include <chrono>
+#include <csignal>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
+#include "ggufkit/convert.h"
+#include "output.h"
 
 namespace gguf_cli {
+namespace {
+
+struct ConvertArgs {
+  std::string input, output;
+  std::string outtype = "f16";
+  unsigned threads = 0;
+  bool dry_run = false;
+  bool json = false;
+  bool no_tokenizer = false;
+};
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_convert_interrupt(int) { g_cancel.store(true); }
+
+std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("{{{}}}", fmt::join(shape, ", ")); }
+
+void print_plan_json(const ggufkit::ConvertPlan& plan) {
+  nlohmann::json out;
+  out["hf_architecture"] = plan.hf_architecture;
+  out["architecture"] = plan.architecture;
+  out["file_type"] = plan.file_type;
+  out["parameter_count"] = plan.parameter_count;
+  out["tensor_bytes"] = plan.tensor_bytes;
+  out["metadata_keys"] = nlohmann::json::array();
+  for (const auto& [key, value] : plan.metadata) out["metadata_keys"].push_back(key);
+  out["tensors"] = nlohmann::json::array();
+  for (const auto& t : plan.tensors) {
+    out["tensors"].push_back({{"hf_name", t.hf_name},
+                              {"name", t.gguf_name},
+                              {"shape", t.shape},
+                              {"source_dtype", t.source ? std::string(ggufkit::safetensors_dtype_name(t.source->dtype)) : "generated"},
+                              {"type", std::string(ggufkit::type_name(t.type))},
+                              {"transform", std::string(ggufkit::convert_transform_name(t.transform))},
+                              {"bytes", t.bytes},
+                              {"note", t.note}});
+  }
+  out["skipped"] = plan.skipped;
+  fmt::print("{}\n", out.dump(2));
+}
+
+void print_plan(const ggufkit::ConvertPlan& plan) {
+  fmt::print("architecture: {} -> {}\n", plan.hf_architecture, plan.architecture);
+  for (const auto& t : plan.tensors) {
+    const std::string from = t.source ? std::string(ggufkit::safetensors_dtype_name(t.source->dtype)) : "generated";
+    fmt::print("{:<40} -> {:<28} {:<20} {:>9} -> {:<6}{}{}\n", t.hf_name.empty() ? "(generated)" : t.hf_name,
+               t.gguf_name, shape_text(t.shape), from, ggufkit::type_name(t.type),
+               t.transform == ggufkit::ConvertTransform::none ? "" : fmt::format(" [{}]", ggufkit::convert_transform_name(t.transform)),
+               t.note.empty() ? "" : fmt::format(" ({})", t.note));
+  }
+  for (const auto& name : plan.skipped) fmt::print("{:<40} dropped\n", name);
+  fmt::print("metadata: {} keys\n", plan.metadata.size());
+  fmt::print("parameters: {}\n", plan.parameter_count);
+  fmt::print("tensor data: {} ({} bytes)\n", human_bytes(plan.tensor_bytes), plan.tensor_bytes);
+}
+
+int run_convert(const ConvertArgs& args) {
+  const auto type = ggufkit::parse_tensor_type(args.outtype);
+  if (!type || !ggufkit::convert_accepts_out_type(*type)) {
+    fmt::print(stderr, "gguf: convert: '{}' is not an output type (f32, f16, bf16, q8_0, or a type ggufkit quantizes "
+                       "without an importance matrix: q4_0, q4_K, q6_K...)\n", args.outtype);
+    return kUsageOrIoError;
+  }
+  ggufkit::ConvertOptions options;
+  options.out_type = *type;
+  options.threads = ggufkit::Threads{args.threads};
+  options.cancel = &g_cancel;
+  options.tokenizer = !args.no_tokenizer;
+  auto plan = ggufkit::plan_convert(args.input, options);
+  if (!plan) {
+    report_error(args.input, plan.error());
+    return kUsageOrIoError;
+  }
+  if (args.dry_run) {
+    if (args.json) {
+      print_plan_json(*plan);
+    } else {
+      print_plan(*plan);
+    }
+    return kOk;
+  }
+  std::vector<uint64_t> cumulative;
+  uint64_t sum = 0;
+  for (const auto& t : plan->tensors) cumulative.push_back(sum += t.bytes);
+  const auto start = std::chrono::steady_clock::now();
+  options.progress = [&](size_t done, size_t all) {
+    const double fraction = sum ? static_cast<double>(cumulative[done - 1]) / static_cast<double>(sum) : 1.0;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+    const auto& t = plan->tensors[done - 1];
+    fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left, t.gguf_name,
+               ggufkit::type_name(t.type));
+  };
+  std::signal(SIGINT, on_convert_interrupt);
+  std::signal(SIGTERM, on_convert_interrupt);
+  if (auto r = ggufkit::write_converted(*plan, args.output, options); !r) {
+    if (g_cancel.load()) {
+      fmt::print(stderr, "gguf: convert: interrupted; {} was not written\n", args.output);
+      return 130;
+    }
+    report_error(args.output, r.error());
+    return kUsageOrIoError;
+  }
+  fmt::print("{}\n", args.output);
+  return kOk;
+}
+
+}  // namespace
 
 Runner register_convert(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("convert", "Convert a Hugging Face safetensors checkpoint to GGUF (not yet)");
-  (void)cmd;
-  return [] { return 2; };
+  auto args = std::make_shared<ConvertArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "convert", "Convert a Hugging Face safetensors checkpoint to GGUF as llama.cpp's convert_hf_to_gguf.py does");
+  cmd->add_option("model_dir", args->input, "Checkpoint directory: config.json, model.safetensors (or an index and "
+                                             "shards), tokenizer.json")
+      ->required();
+  cmd->add_option("output", args->output, "GGUF file to write")->required();
+  cmd->add_option("--outtype", args->outtype,
+                  "Type of the weight matrices: f32, f16 (default), bf16, q8_0, or another quantized type "
+                  "(1-D tensors and norms stay f32)");
+  cmd->add_option("--threads", args->threads, "Threads for quantizing (default: one per core)");
+  cmd->add_flag("--dry-run", args->dry_run, "Print each tensor's name, shape and type; write nothing");
+  cmd->add_flag("--json", args->json, "With --dry-run: the plan as JSON");
+  cmd->add_flag("--no-tokenizer", args->no_tokenizer,
+                "Write no tokenizer.* keys (for tools that need the tensors only: llama.cpp does not load such a file)");
+  return [args] { return run_convert(*args); };
 }
 
 }  // namespace gguf_cli

@@ -1,0 +1,701 @@
+// gguf convert on tiny Hugging Face checkpoints written here (config.json + safetensors, single
+// file or index + shards), one per architecture: names, shapes, types, metadata values, the Q/K
+// row permutation (checked against LlamaModel.permute's formula), tied embeddings, rope scaling,
+// input dtypes, q8_0 bytes against ggufkit::quantize, refusals, and the CLI.
+// The tokenizer is switched off (ConvertOptions::tokenizer, --no-tokenizer) except where its
+// absence is the point.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ggufkit/convert.h"
+#include "ggufkit/quant.h"
+#include "ggufkit/reader.h"
+#include "test_support.h"
+
+namespace ggufkit {
+namespace {
+
+using json = nlohmann::json;
+
+// A checkpoint tensor: values are stored in `dtype` ("F32", "F16", "BF16", "I32").
+struct HfTensor {
+  std::string name;
+  std::vector<int64_t> shape;  // outermost first
+  std::vector<float> values;
+};
+
+// Values exact in f16 and bf16 (multiples of 1/64 in [-1, 1]), different per tensor.
+std::vector<float> test_values(int64_t count, int seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 13) % 129) - 64) / 64.0f;
+  }
+  return v;
+}
+
+std::vector<std::byte> encode(const std::vector<float>& values, const std::string& dtype) {
+  std::vector<std::byte> out;
+  if (dtype == "F32") {
+    out.resize(values.size() * 4);
+    std::memcpy(out.data(), values.data(), out.size());
+  } else if (dtype == "I32") {
+    for (float f : values) {
+      const auto i = static_cast<int32_t>(f);
+      const auto* p = reinterpret_cast<const std::byte*>(&i);
+      out.insert(out.end(), p, p + 4);
+    }
+  } else {
+    const TensorType type = dtype == "F16" ? TensorType::F16 : TensorType::BF16;
+    out.resize(values.size() * 2);
+    EXPECT_TRUE(quantize(type, values, out, static_cast<int64_t>(values.size())));
+  }
+  return out;
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<HfTensor>& tensors, const std::string& dtype) {
+  json header = json::object();
+  std::vector<std::byte> data;
+  for (const HfTensor& t : tensors) {
+    const auto bytes = encode(t.values, dtype);
+    header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + bytes.size()}}};
+    data.insert(data.end(), bytes.begin(), bytes.end());
+  }
+  std::string text = header.dump();
+  while (text.size() % 8 != 0) text += ' ';
+  std::vector<std::byte> file(8);
+  const uint64_t n = text.size();
+  std::memcpy(file.data(), &n, 8);
+  for (char c : text) file.push_back(static_cast<std::byte>(c));
+  file.insert(file.end(), data.begin(), data.end());
+  test::write_bytes(path, file);
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+struct TinyModel {
+  std::string arch = "LlamaForCausalLM";
+  int64_t layers = 2, embd = 32, heads = 4, kv_heads = 2, ff = 64, vocab = 40;
+  bool tied = false;
+  bool qkv_bias = false, qk_norm = false;
+  std::string dtype = "F32";
+  json extra_config = json::object();
+
+  int64_t head_dim_key = 0;  // written as config.json's head_dim when not 0
+  int64_t head_dim() const { return head_dim_key != 0 ? head_dim_key : embd / heads; }
+
+  std::vector<HfTensor> tensors() const {
+    std::vector<HfTensor> out;
+    int seed = 0;
+    auto add = [&](std::string name, std::vector<int64_t> shape) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      out.push_back({std::move(name), std::move(shape), test_values(n, ++seed)});
+    };
+    add("model.embed_tokens.weight", {vocab, embd});
+    if (!tied) add("lm_head.weight", {vocab, embd});
+    add("model.norm.weight", {embd});
+    for (int64_t l = 0; l < layers; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      add(p + "input_layernorm.weight", {embd});
+      add(p + "self_attn.q_proj.weight", {heads * head_dim(), embd});
+      add(p + "self_attn.k_proj.weight", {kv_heads * head_dim(), embd});
+      add(p + "self_attn.v_proj.weight", {kv_heads * head_dim(), embd});
+      add(p + "self_attn.o_proj.weight", {embd, heads * head_dim()});
+      if (qkv_bias) {
+        add(p + "self_attn.q_proj.bias", {heads * head_dim()});
+        add(p + "self_attn.k_proj.bias", {kv_heads * head_dim()});
+        add(p + "self_attn.v_proj.bias", {kv_heads * head_dim()});
+      }
+      if (qk_norm) {
+        add(p + "self_attn.q_norm.weight", {head_dim()});
+        add(p + "self_attn.k_norm.weight", {head_dim()});
+      }
+      add(p + "post_attention_layernorm.weight", {embd});
+      add(p + "mlp.gate_proj.weight", {ff, embd});
+      add(p + "mlp.up_proj.weight", {ff, embd});
+      add(p + "mlp.down_proj.weight", {embd, ff});
+      add(p + "self_attn.rotary_emb.inv_freq", {head_dim() / 2});
+    }
+    return out;
+  }
+
+  json config() const {
+    json c = {{"architectures", {arch}},
+              {"hidden_size", embd},
+              {"intermediate_size", ff},
+              {"num_attention_heads", heads},
+              {"num_key_value_heads", kv_heads},
+              {"num_hidden_layers", layers},
+              {"vocab_size", vocab},
+              {"max_position_embeddings", 128},
+              {"rms_norm_eps", 1e-5},
+              {"rope_theta", 10000.0},
+              {"tie_word_embeddings", tied}};
+    if (head_dim_key != 0) c["head_dim"] = head_dim_key;
+    for (auto& [k, v] : extra_config.items()) c[k] = v;
+    return c;
+  }
+
+  // Writes the checkpoint to dir (created); `shards` > 1 writes an index and that many shards.
+  void write(const std::filesystem::path& dir, int shards = 1) const {
+    std::filesystem::create_directories(dir);
+    write_text(dir / "config.json", config().dump(2));
+    const auto all = tensors();
+    if (shards == 1) {
+      write_safetensors(dir / "model.safetensors", all, dtype);
+      return;
+    }
+    json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", json::object()}};
+    for (int s = 0; s < shards; ++s) {
+      char name[64];
+      std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, shards);
+      std::vector<HfTensor> part;
+      for (size_t i = static_cast<size_t>(s); i < all.size(); i += static_cast<size_t>(shards)) {
+        part.push_back(all[i]);
+        index["weight_map"][all[i].name] = name;
+      }
+      write_safetensors(dir / name, part, dtype);
+    }
+    write_text(dir / "model.safetensors.index.json", index.dump(2));
+  }
+
+  HfTensor find(const std::string& name) const {
+    for (const auto& t : tensors()) {
+      if (t.name == name) return t;
+    }
+    throw std::runtime_error("no tensor " + name);
+  }
+};
+
+ConvertOptions no_tokenizer(TensorType out = TensorType::F32) {
+  ConvertOptions o;
+  o.out_type = out;
+  o.tokenizer = false;
+  o.sync = false;
+  o.threads = Threads{2};
+  return o;
+}
+
+std::vector<float> floats_of(const GgufFile& f, const std::string& name) {
+  const TensorInfo* t = f.find_tensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (t == nullptr) return {};
+  std::vector<float> out(static_cast<size_t>(t->n_elements()));
+  EXPECT_TRUE(dequantize(t->type, f.tensor_data(*t), out));
+  return out;
+}
+
+// Converts `model` written to a fresh directory; returns the output file.
+GgufFile convert(const TinyModel& model, const std::string& name, const ConvertOptions& options, int shards = 1) {
+  const auto dir = test::temp_dir("convert-" + name) / name;
+  model.write(dir, shards);
+  const auto out = dir.parent_path() / "out.gguf";
+  auto plan = convert_model(dir, out, options);
+  EXPECT_TRUE(plan) << (plan ? "" : plan.error().describe());
+  auto file = GgufFile::open(out);
+  EXPECT_TRUE(file) << (file ? "" : file.error().describe());
+  std::filesystem::remove_all(dir.parent_path());  // the mapping keeps the file's bytes
+  return std::move(*file);
+}
+
+// LlamaModel.permute: output row r of a head of `rows_per_head` rows is the checkpoint row
+// (r % 2) * rows_per_head / 2 + r / 2 of that head.
+int64_t permuted_source_row(int64_t row, int64_t heads, int64_t rows) {
+  const int64_t per_head = rows / heads;
+  const int64_t head = row / per_head, r = row % per_head;
+  return head * per_head + (r % 2) * (per_head / 2) + r / 2;
+}
+
+TEST(Convert, LlamaNamesShapesTypesAndKeys) {
+  TinyModel m;
+  const GgufFile f = convert(m, "Tiny-Llama-7B", no_tokenizer(TensorType::F16));
+  // Every checkpoint tensor but the dropped inv_freq, in the order of their sorted HF names.
+  ASSERT_EQ(f.tensors().size(), 3 + 9 * static_cast<size_t>(m.layers));
+  EXPECT_EQ(f.tensors()[0].name, "output.weight");      // lm_head.weight sorts first
+  EXPECT_EQ(f.tensors()[1].name, "token_embd.weight");  // model.embed_tokens
+  EXPECT_EQ(f.tensors()[2].name, "blk.0.attn_norm.weight");   // model.layers.0.input_layernorm
+  EXPECT_EQ(f.tensors()[3].name, "blk.0.ffn_down.weight");    // model.layers.0.mlp.down_proj
+  EXPECT_EQ(f.tensors().back().name, "output_norm.weight");   // model.norm sorts last
+  const TensorInfo* q = f.find_tensor("blk.1.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->n_dims, 2u);
+  EXPECT_EQ(q->ne[0], m.embd);
+  EXPECT_EQ(q->ne[1], m.heads * m.head_dim());
+  EXPECT_EQ(q->type, TensorType::F16);
+  const TensorInfo* k = f.find_tensor("blk.1.attn_k.weight");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->ne[1], m.kv_heads * m.head_dim());
+  const TensorInfo* down = f.find_tensor("blk.0.ffn_down.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->ne[0], m.ff);
+  EXPECT_EQ(down->ne[1], m.embd);
+  for (const char* name : {"blk.0.attn_norm.weight", "blk.0.ffn_norm.weight", "output_norm.weight"}) {
+    ASSERT_NE(f.find_tensor(name), nullptr) << name;
+    EXPECT_EQ(f.find_tensor(name)->type, TensorType::F32) << name;  // norms stay F32
+  }
+  EXPECT_EQ(f.find_tensor("blk.0.attn_output.weight")->type, TensorType::F16);
+  EXPECT_EQ(f.find_tensor("token_embd.weight")->type, TensorType::F16);
+
+  EXPECT_EQ(f.metadata()[0].key, "general.architecture");
+  EXPECT_EQ(f.get("general.architecture")->as_string(), "llama");
+  EXPECT_EQ(f.get("general.type")->as_string(), "model");
+  EXPECT_EQ(f.get("general.name")->as_string(), "Tiny Llama 7B");  // metadata.py's id_to_title of the directory
+  EXPECT_EQ(f.get("llama.block_count")->get<uint32_t>(), 2u);
+  EXPECT_EQ(f.get("llama.context_length")->get<uint32_t>(), 128u);
+  EXPECT_EQ(f.get("llama.embedding_length")->get<uint32_t>(), 32u);
+  EXPECT_EQ(f.get("llama.feed_forward_length")->get<uint32_t>(), 64u);
+  EXPECT_EQ(f.get("llama.attention.head_count")->get<uint32_t>(), 4u);
+  EXPECT_EQ(f.get("llama.attention.head_count_kv")->get<uint32_t>(), 2u);
+  EXPECT_EQ(f.get("llama.rope.freq_base")->get<float>(), 10000.0f);
+  EXPECT_EQ(f.get("llama.attention.layer_norm_rms_epsilon")->get<float>(), 1e-5f);
+  EXPECT_EQ(f.get("llama.vocab_size")->get<uint32_t>(), 40u);
+  EXPECT_EQ(f.get("llama.rope.dimension_count")->get<uint32_t>(), 8u);
+  EXPECT_EQ(f.get("general.file_type")->get<uint32_t>(), 1u);  // MOSTLY_F16
+  EXPECT_EQ(f.get("general.quantization_version")->get<uint32_t>(), 2u);
+  EXPECT_FALSE(f.get("llama.rope.scaling.type"));
+  EXPECT_FALSE(f.get("tokenizer.ggml.model"));
+  // The label "7B" is far from the tiny model's size: metadata.py makes it a finetune, lower-cased.
+  EXPECT_EQ(f.get("general.finetune")->as_string(), "7b");
+  EXPECT_EQ(f.get("general.basename")->as_string(), "Tiny-Llama");
+  // Its parameter count as gguf.size_label writes it.
+  uint64_t params = 0;
+  for (const TensorInfo& t : f.tensors()) params += static_cast<uint64_t>(t.n_elements());
+  EXPECT_EQ(f.get("general.size_label")->as_string(), model_size_label(params));
+}
+
+TEST(Convert, LlamaPermutesQAndKRows) {
+  TinyModel m;
+  const GgufFile f = convert(m, "permute", no_tokenizer());
+  for (const auto& [gguf, hf, heads] : {std::tuple{"blk.1.attn_q.weight", "model.layers.1.self_attn.q_proj.weight", m.heads},
+                                         std::tuple{"blk.1.attn_k.weight", "model.layers.1.self_attn.k_proj.weight", m.kv_heads}}) {
+    const HfTensor source = m.find(hf);
+    const auto out = floats_of(f, gguf);
+    const int64_t rows = source.shape[0], cols = source.shape[1];
+    ASSERT_EQ(out.size(), source.values.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t from = permuted_source_row(r, heads, rows);
+      for (int64_t c = 0; c < cols; ++c) {
+        ASSERT_EQ(out[static_cast<size_t>(r * cols + c)], source.values[static_cast<size_t>(from * cols + c)])
+            << gguf << " row " << r;
+      }
+    }
+    // A value moved: row 1 of the first head is the checkpoint's row head_dim / 2.
+    EXPECT_EQ(out[static_cast<size_t>(cols)], source.values[static_cast<size_t>(m.head_dim() / 2 * cols)]);
+    EXPECT_NE(out[static_cast<size_t>(cols)], source.values[static_cast<size_t>(cols)]);
+  }
+  // V is not permuted.
+  EXPECT_EQ(floats_of(f, "blk.0.attn_v.weight"), m.find("model.layers.0.self_attn.v_proj.weight").values);
+}
+
+TEST(Convert, TiedEmbeddingsHaveNoOutputTensor) {
+  TinyModel m;
+  m.tied = true;
+  const GgufFile f = convert(m, "tied", no_tokenizer());
+  EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
+  EXPECT_EQ(floats_of(f, "token_embd.weight"), m.find("model.embed_tokens.weight").values);
+}
+
+TEST(Convert, InputDtypes) {
+  for (const std::string dtype : {"F32", "F16", "BF16"}) {
+    for (TensorType out : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+      TinyModel m;
+      m.dtype = dtype;
+      const GgufFile f = convert(m, "dtype-" + dtype + "-" + std::string(type_name(out)), no_tokenizer(out));
+      EXPECT_EQ(f.find_tensor("blk.0.ffn_up.weight")->type, out);
+      // The test's values are exact in every type: they come back unchanged.
+      EXPECT_EQ(floats_of(f, "blk.0.ffn_up.weight"), m.find("model.layers.0.mlp.up_proj.weight").values) << dtype;
+      EXPECT_EQ(floats_of(f, "output_norm.weight"), m.find("model.norm.weight").values) << dtype;
+    }
+  }
+}
+
+// Values f16 and bf16 cannot hold: rounded as ggml (and numpy, and gguf-py's bf16) round, to nearest even.
+TEST(Convert, F32ToF16AndBf16RoundAsGgml) {
+  TinyModel m;
+  auto tensors = m.tensors();
+  std::vector<float> values;
+  for (auto& t : tensors) {
+    if (t.name != "model.layers.0.mlp.up_proj.weight") continue;
+    for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = static_cast<float>(i) * 0.0123456789f - 7.654321f;
+    values = t.values;
+  }
+  for (TensorType out : {TensorType::F16, TensorType::BF16}) {
+    const auto dir = test::temp_dir("convert-round") / "model";
+    m.write(dir);
+    write_safetensors(dir / "model.safetensors", tensors, "F32");
+    const auto path = dir.parent_path() / "out.gguf";
+    ASSERT_TRUE(convert_model(dir, path, no_tokenizer(out)));
+    auto f = GgufFile::open(path);
+    ASSERT_TRUE(f);
+    const TensorInfo* up = f->find_tensor("blk.0.ffn_up.weight");
+    ASSERT_EQ(up->type, out);
+    std::vector<std::byte> expected(values.size() * 2);
+    ASSERT_TRUE(quantize(out, values, expected, m.embd));
+    const auto data = f->tensor_data(*up);
+    EXPECT_TRUE(std::equal(data.begin(), data.end(), expected.begin(), expected.end())) << type_name(out);
+    std::filesystem::remove_all(dir.parent_path());
+  }
+}
+
+TEST(Convert, IntegerInputsBecomeFloats) {
+  TinyModel m;
+  m.dtype = "I32";
+  const GgufFile f = convert(m, "int", no_tokenizer());
+  const auto source = m.find("model.layers.0.mlp.up_proj.weight").values;
+  const auto out = floats_of(f, "blk.0.ffn_up.weight");
+  ASSERT_EQ(out.size(), source.size());
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], static_cast<float>(static_cast<int32_t>(source[i])));
+}
+
+TEST(Convert, Q8_0IsQuantizeOfTheSameFloatsAndOddRowsFallBackToF16) {
+  TinyModel m;
+  m.ff = 48;  // ffn_down rows of 48: not a multiple of 32
+  const GgufFile f = convert(m, "q8", no_tokenizer(TensorType::Q8_0));
+  EXPECT_EQ(f.get("general.file_type")->get<uint32_t>(), 7u);  // MOSTLY_Q8_0
+  const TensorInfo* gate = f.find_tensor("blk.0.ffn_gate.weight");
+  ASSERT_NE(gate, nullptr);
+  ASSERT_EQ(gate->type, TensorType::Q8_0);
+  const HfTensor source = m.find("model.layers.0.mlp.gate_proj.weight");
+  std::vector<std::byte> expected(*row_size(TensorType::Q8_0, m.embd) * static_cast<size_t>(m.ff));
+  ASSERT_TRUE(quantize(TensorType::Q8_0, source.values, expected, m.embd));
+  const auto data = f.tensor_data(*gate);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), expected.begin(), expected.end()));
+  EXPECT_EQ(f.find_tensor("blk.0.ffn_down.weight")->type, TensorType::F16);
+  EXPECT_EQ(f.find_tensor("blk.0.attn_norm.weight")->type, TensorType::F32);
+}
+
+TEST(Convert, OtherQuantizedTypes) {
+  TinyModel m;
+  m.embd = 256;  // K-quant blocks of 256
+  m.ff = 256;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.layers = 1;
+  const GgufFile f = convert(m, "q4k", no_tokenizer(TensorType::Q4_K));
+  const TensorInfo* up = f.find_tensor("blk.0.ffn_up.weight");
+  ASSERT_EQ(up->type, TensorType::Q4_K);
+  std::vector<std::byte> expected(*row_size(TensorType::Q4_K, m.embd) * static_cast<size_t>(m.ff));
+  ASSERT_TRUE(quantize(TensorType::Q4_K, m.find("model.layers.0.mlp.up_proj.weight").values, expected, m.embd));
+  const auto data = f.tensor_data(*up);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), expected.begin(), expected.end()));
+  EXPECT_EQ(f.get("general.file_type")->get<uint32_t>(), 15u);  // llama.h's LLAMA_FTYPE_MOSTLY_Q4_K_M
+}
+
+TEST(Convert, ShardedQwen2WithBiases) {
+  TinyModel m;
+  m.arch = "Qwen2ForCausalLM";
+  m.qkv_bias = true;
+  m.dtype = "BF16";
+  const GgufFile f = convert(m, "qwen2-sharded", no_tokenizer(), 3);
+  EXPECT_EQ(f.get("general.architecture")->as_string(), "qwen2");
+  // Qwen2Model writes neither vocab_size nor rope.dimension_count.
+  EXPECT_FALSE(f.get("qwen2.vocab_size"));
+  EXPECT_FALSE(f.get("qwen2.rope.dimension_count"));
+  EXPECT_EQ(f.get("qwen2.block_count")->get<uint32_t>(), 2u);
+  EXPECT_EQ(f.tensors().size(), 3 + 12 * static_cast<size_t>(m.layers));
+  for (const auto& [gguf, hf] : {std::pair{"blk.1.attn_q.bias", "model.layers.1.self_attn.q_proj.bias"},
+                                  {"blk.1.attn_k.bias", "model.layers.1.self_attn.k_proj.bias"},
+                                  {"blk.0.attn_v.bias", "model.layers.0.self_attn.v_proj.bias"},
+                                  {"blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight"},
+                                  {"blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight"}}) {
+    EXPECT_EQ(floats_of(f, gguf), m.find(hf).values) << gguf;  // no permutation for qwen2
+    EXPECT_EQ(f.find_tensor(gguf)->type, TensorType::F32);
+  }
+  // Shards in file-name order, each shard's tensors by name: the first shard holds every third
+  // tensor of TinyModel's list, the embedding first.
+  EXPECT_EQ(f.tensors()[0].name, "token_embd.weight");
+}
+
+TEST(Convert, Qwen3HeadNorms) {
+  TinyModel m;
+  m.arch = "Qwen3ForCausalLM";
+  m.qk_norm = true;
+  m.head_dim_key = 16;  // heads * head_dim (64) != hidden_size (32), as Qwen3 allows
+  const GgufFile f = convert(m, "qwen3", no_tokenizer());
+  EXPECT_EQ(f.get("general.architecture")->as_string(), "qwen3");
+  EXPECT_EQ(f.get("qwen3.attention.key_length")->get<uint32_t>(), 16u);
+  EXPECT_EQ(f.get("qwen3.attention.value_length")->get<uint32_t>(), 16u);
+  const TensorInfo* qn = f.find_tensor("blk.0.attn_q_norm.weight");
+  ASSERT_NE(qn, nullptr);
+  EXPECT_EQ(qn->n_dims, 1u);
+  EXPECT_EQ(qn->ne[0], 16);
+  EXPECT_EQ(qn->type, TensorType::F32);
+  const TensorInfo* q = f.find_tensor("blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->ne[0], 32);
+  EXPECT_EQ(q->ne[1], 64);
+  EXPECT_EQ(floats_of(f, "blk.1.attn_k_norm.weight"), m.find("model.layers.1.self_attn.k_norm.weight").values);
+  EXPECT_EQ(floats_of(f, "blk.1.attn_q.weight"), m.find("model.layers.1.self_attn.q_proj.weight").values);
+}
+
+TEST(Convert, Llama3RopeFreqs) {
+  TinyModel m;
+  m.extra_config = {{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                                      {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}}},
+                    {"rope_theta", 500000.0}};
+  const GgufFile f = convert(m, "llama3", no_tokenizer(TensorType::F16));
+  ASSERT_EQ(f.tensors()[0].name, "rope_freqs.weight");  // generated tensors come first
+  EXPECT_EQ(f.tensors()[0].type, TensorType::F32);
+  const auto factors = floats_of(f, "rope_freqs.weight");
+  ASSERT_EQ(factors.size(), static_cast<size_t>(m.head_dim() / 2));
+  EXPECT_FALSE(f.get("llama.rope.scaling.type"));  // llama3 is the tensor, not keys
+  for (size_t i = 0; i < factors.size(); ++i) {
+    // generate_extra_tensors in double precision; the converter works in float32.
+    const double freq = 1.0 / std::pow(500000.0, 2.0 * static_cast<double>(i) / static_cast<double>(m.head_dim()));
+    const double wavelen = 2 * M_PI / freq;
+    double expected;
+    if (wavelen < 64.0 / 4.0) {
+      expected = 1;
+    } else if (wavelen > 64.0 / 1.0) {
+      expected = 8;
+    } else {
+      const double smooth = (64.0 / wavelen - 1.0) / (4.0 - 1.0);
+      expected = 1 / ((1 - smooth) / 8.0 + smooth);
+    }
+    EXPECT_NEAR(factors[i], expected, 1e-4 * expected) << i;
+  }
+  EXPECT_EQ(factors[0], 1.0f);
+  EXPECT_EQ(factors.back(), 8.0f);
+}
+
+TEST(Convert, YarnAndLinearRopeScalingKeys) {
+  TinyModel yarn;
+  yarn.arch = "Qwen2ForCausalLM";
+  yarn.qkv_bias = true;
+  yarn.extra_config = {{"rope_scaling", {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768},
+                                         {"beta_fast", 32.0}, {"beta_slow", 1.0}}}};
+  const GgufFile f = convert(yarn, "yarn", no_tokenizer());
+  EXPECT_EQ(f.get("qwen2.rope.scaling.type")->as_string(), "yarn");
+  EXPECT_EQ(f.get("qwen2.rope.scaling.factor")->get<float>(), 4.0f);
+  EXPECT_EQ(f.get("qwen2.rope.scaling.original_context_length")->get<uint32_t>(), 32768u);
+  EXPECT_EQ(f.get("qwen2.rope.scaling.yarn_beta_fast")->get<float>(), 32.0f);
+  EXPECT_EQ(f.get("qwen2.rope.scaling.yarn_beta_slow")->get<float>(), 1.0f);
+  EXPECT_FALSE(f.get("qwen2.rope.scaling.yarn_ext_factor"));
+  EXPECT_EQ(f.find_tensor("rope_freqs.weight"), nullptr);
+
+  TinyModel linear;
+  linear.arch = "MistralForCausalLM";
+  linear.extra_config = {{"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}};
+  const GgufFile g = convert(linear, "linear", no_tokenizer());
+  EXPECT_EQ(g.get("general.architecture")->as_string(), "llama");
+  EXPECT_EQ(g.get("llama.rope.scaling.type")->as_string(), "linear");
+  EXPECT_EQ(g.get("llama.rope.scaling.factor")->get<float>(), 2.0f);
+  EXPECT_FALSE(g.get("llama.rope.scaling.original_context_length"));
+}
+
+// The name heuristics against gguf-py's own answers (Metadata.get_model_id_components,
+// Metadata.id_to_title and utility.size_label run on these inputs).
+TEST(Convert, ModelNameHeuristicsMatchGgufPy) {
+  auto p = model_name_parts("TinyLlama-1.1B-Chat-v1.0", 1100048384);
+  EXPECT_EQ(p.name, "TinyLlama 1.1B Chat v1.0");
+  EXPECT_EQ(p.basename, "TinyLlama");
+  EXPECT_EQ(p.finetune, "Chat");
+  EXPECT_EQ(p.version, "v1.0");
+  EXPECT_EQ(p.size_label, "1.1B");
+  p = model_name_parts("meta-llama/Llama-3.2-1B-Instruct", 1235814400);
+  EXPECT_EQ(p.name, "Llama 3.2 1B Instruct");
+  EXPECT_EQ(p.organization, "Meta Llama");
+  EXPECT_EQ(p.basename, "Llama-3.2");
+  EXPECT_EQ(p.finetune, "Instruct");
+  EXPECT_EQ(p.version, std::nullopt);
+  EXPECT_EQ(p.size_label, "1B");
+  p = model_name_parts("tiny-llama", 123456);
+  EXPECT_EQ(p.name, "Tiny Llama");
+  EXPECT_EQ(p.basename, std::nullopt);
+  EXPECT_EQ(p.size_label, std::nullopt);
+  p = model_name_parts("bloom-7b1", 7069016064);
+  EXPECT_EQ(p.name, "Bloom 7b1");
+  EXPECT_EQ(p.basename, "bloom");
+  EXPECT_EQ(p.size_label, "7.1B");
+  p = model_name_parts("Phi-3-mini-128k-instruct", 3821079552);
+  EXPECT_EQ(p.name, "Phi 3 Mini 128k Instruct");
+  EXPECT_EQ(p.basename, "Phi-3");
+  EXPECT_EQ(p.finetune, "128k-instruct");
+  EXPECT_EQ(p.size_label, "mini");
+  p = model_name_parts("my model dir", 10);
+  EXPECT_EQ(p.name, "My Model Dir");
+  EXPECT_EQ(model_size_label(1100048384), "1.1B");
+  EXPECT_EQ(model_size_label(751632384), "752M");
+  EXPECT_EQ(model_size_label(123456), "123K");
+  EXPECT_EQ(model_size_label(5000), "5.0K");
+  EXPECT_EQ(model_size_label(999999), "1000K");
+  EXPECT_EQ(model_size_label(1000001), "1.0M");
+  EXPECT_EQ(model_size_label(10), "0.01K");
+}
+
+// Refusals: each names what is wrong.
+Error plan_error(const TinyModel& m, const std::string& name, const std::function<void(const std::filesystem::path&)>& damage) {
+  const auto dir = test::temp_dir("convert-bad-" + name) / "model";
+  m.write(dir);
+  damage(dir);
+  auto plan = plan_convert(dir, no_tokenizer());
+  EXPECT_FALSE(plan) << name;
+  return plan ? Error{} : plan.error();
+}
+
+TEST(Convert, Refusals) {
+  TinyModel m;
+  Error e = plan_error(m, "no-config", [](const auto& dir) { std::filesystem::remove(dir / "config.json"); });
+  EXPECT_EQ(e.code, ErrorCode::io_error);
+  EXPECT_NE(e.describe().find("config.json"), std::string::npos);
+
+  TinyModel unknown = m;
+  unknown.arch = "GPT2LMHeadModel";
+  e = plan_error(unknown, "unknown-arch", [](const auto&) {});
+  EXPECT_NE(e.describe().find("GPT2LMHeadModel"), std::string::npos);
+  EXPECT_NE(e.describe().find("LlamaForCausalLM"), std::string::npos);  // lists what is supported
+
+  // A checkpoint whose k_proj has the shape of q_proj (config says 2 KV heads).
+  e = plan_error(m, "shape", [&](const auto& dir) {
+    auto tensors = m.tensors();
+    for (auto& t : tensors) {
+      if (t.name == "model.layers.1.self_attn.k_proj.weight") {
+        t.shape = {m.heads * m.head_dim(), m.embd};
+        t.values = test_values(m.heads * m.head_dim() * m.embd, 1);
+      }
+    }
+    write_safetensors(dir / "model.safetensors", tensors, "F32");
+  });
+  EXPECT_EQ(e.subject, "model.layers.1.self_attn.k_proj.weight");
+  EXPECT_NE(e.message.find("[16, 32]"), std::string::npos) << e.message;
+
+  e = plan_error(m, "missing", [&](const auto& dir) {
+    auto tensors = m.tensors();
+    std::erase_if(tensors, [](const HfTensor& t) { return t.name == "model.layers.0.mlp.up_proj.weight"; });
+    write_safetensors(dir / "model.safetensors", tensors, "F32");
+  });
+  EXPECT_EQ(e.subject, "model.layers.0.mlp.up_proj.weight");
+
+  e = plan_error(m, "no-lm-head", [&](const auto& dir) {
+    auto tensors = m.tensors();
+    std::erase_if(tensors, [](const HfTensor& t) { return t.name == "lm_head.weight"; });
+    write_safetensors(dir / "model.safetensors", tensors, "F32");
+  });
+  EXPECT_EQ(e.subject, "lm_head.weight");
+
+  e = plan_error(m, "extra", [&](const auto& dir) {
+    auto tensors = m.tensors();
+    tensors.push_back({"model.layers.5.mlp.up_proj.weight", {2}, {1, 2}});  // a layer the config does not have
+    write_safetensors(dir / "model.safetensors", tensors, "F32");
+  });
+  EXPECT_EQ(e.subject, "model.layers.5.mlp.up_proj.weight");
+
+  e = plan_error(m, "bad-config", [&](const auto& dir) {
+    json c = m.config();
+    c["num_attention_heads"] = -4;
+    write_text(dir / "config.json", c.dump());
+  });
+  EXPECT_NE(e.subject.find("num_attention_heads"), std::string::npos);
+
+  e = plan_error(m, "no-safetensors", [](const auto& dir) { std::filesystem::remove(dir / "model.safetensors"); });
+  EXPECT_EQ(e.code, ErrorCode::io_error);
+}
+
+TEST(Convert, NoTokenizerFilesIsAnError) {
+  TinyModel m;
+  const auto dir = test::temp_dir("convert-tokenizer") / "model";
+  m.write(dir);
+  ConvertOptions options = no_tokenizer();
+  options.tokenizer = true;
+  const auto out = dir.parent_path() / "out.gguf";
+  auto plan = convert_model(dir, out, options);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.error().message.find("tokenizer"), std::string::npos) << plan.error().describe();
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(Convert, DryRunWritesNothing) {
+  TinyModel m;
+  const auto dir = test::temp_dir("convert-dry") / "model";
+  m.write(dir);
+  ConvertOptions options = no_tokenizer(TensorType::Q8_0);
+  options.dry_run = true;
+  const auto out = dir.parent_path() / "out.gguf";
+  auto plan = convert_model(dir, out, options);
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(plan->skipped.size(), static_cast<size_t>(m.layers));  // the inv_freq buffers
+  size_t permuted = 0;
+  for (const auto& t : plan->tensors) permuted += t.transform == ConvertTransform::permute_rope;
+  EXPECT_EQ(permuted, 2 * static_cast<size_t>(m.layers));
+}
+
+TEST(Convert, CancelledWritesNothing) {
+  TinyModel m;
+  const auto dir = test::temp_dir("convert-cancel") / "model";
+  m.write(dir);
+  std::atomic<bool> cancel{true};
+  ConvertOptions options = no_tokenizer();
+  options.cancel = &cancel;
+  const auto out = dir.parent_path() / "out.gguf";
+  auto plan = convert_model(dir, out, options);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.error().message.find("cancelled"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // Progress counts every tensor once, in order.
+  cancel = false;
+  std::vector<size_t> done;
+  options.progress = [&](size_t n, size_t all) {
+    EXPECT_EQ(all, 3 + 9 * static_cast<size_t>(m.layers));
+    done.push_back(n);
+  };
+  ASSERT_TRUE(convert_model(dir, out, options));
+  ASSERT_EQ(done.size(), 3 + 9 * static_cast<size_t>(m.layers));
+  for (size_t i = 0; i < done.size(); ++i) EXPECT_EQ(done[i], i + 1);
+  std::filesystem::remove_all(dir.parent_path());
+}
+
+TEST(ConvertCli, ConvertsDryRunsAndRefuses) {
+  TinyModel m;
+  const auto dir = test::temp_dir("convert-cli") / "model";
+  m.write(dir);
+  const auto out = (dir.parent_path() / "out.gguf").string();
+
+  auto r = test::run_gguf({"convert", dir.string(), out, "--outtype", "f32", "--no-tokenizer"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, out + "\n");
+  EXPECT_NE(r.err.find("output_norm.weight"), std::string::npos);  // progress on stderr
+  auto f = GgufFile::open(out);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->type, TensorType::F32);
+  EXPECT_EQ(f->get("general.file_type")->get<uint32_t>(), 0u);
+
+  r = test::run_gguf({"convert", dir.string(), out + ".dry", "--outtype", "q8_0", "--dry-run", "--no-tokenizer"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("model.layers.0.self_attn.q_proj.weight"), std::string::npos);
+  EXPECT_NE(r.out.find("blk.0.attn_q.weight"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out + ".dry"));
+
+  r = test::run_gguf({"convert", dir.string(), out + ".json", "--dry-run", "--json", "--no-tokenizer"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json plan = json::parse(r.out);
+  EXPECT_EQ(plan["architecture"], "llama");
+  EXPECT_EQ(plan["tensors"].size(), 3 + 9 * static_cast<size_t>(m.layers));
+
+  r = test::run_gguf({"convert", dir.string(), out + ".bad", "--outtype", "q9_9", "--no-tokenizer"});
+  EXPECT_EQ(r.exit_code, 2);
+
+  // Without tokenizer files (and without --no-tokenizer) the model would not load: refused.
+  r = test::run_gguf({"convert", dir.string(), out + ".notok"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tokenizer"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out + ".notok"));
+
+  r = test::run_gguf({"convert", (dir / "nowhere").string(), out + ".x", "--no-tokenizer"});
+  EXPECT_EQ(r.exit_code, 2);
+  std::filesystem::remove_all(dir.parent_path());
+}
+
+}  // namespace
+}  // namespace ggufkit
