@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 
 #include "forward_check.h"
 #include "llama_logits_oracle.h"
@@ -32,8 +33,9 @@ struct Variant {
   CheckpointDtype dtype;
   bool tied;
 };
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
-class ConvertedTinyLlama : public testing::TestWithParam<Variant> {
+class ConvertedTinyLlamaBase : public testing::Test {
  protected:
   void SetUp() override {
     if (converter_missing()) GTEST_SKIP() << "skipped: gguf convert is not implemented yet (its help says \"(not yet)\")";
@@ -58,6 +60,8 @@ class ConvertedTinyLlama : public testing::TestWithParam<Variant> {
   }
   fs::path dir_;
 };
+class ConvertedTinyLlama : public ConvertedTinyLlamaBase, public testing::WithParamInterface<Variant> {};
+using ConvertedTinyLlamaForNode = ConvertedTinyLlamaBase;
 
 TEST_P(ConvertedTinyLlama, LlamaCppLogitsMatchTheReference) {
   std::string why;
@@ -88,11 +92,19 @@ TEST_P(ConvertedTinyLlama, LlamaCppLogitsMatchTheReference) {
             << ", per-value relative " << worst_relative << " over " << tokens.size() << " positions\n";
 }
 
-TEST_P(ConvertedTinyLlama, NodeLlamaCppLoadsItAndPredictsTheReferenceTokens) {
+INSTANTIATE_TEST_SUITE_P(Variants, ConvertedTinyLlama,
+                         testing::Values(Variant{"F32", CheckpointDtype::F32, false},
+                                         Variant{"BF16_tied", CheckpointDtype::BF16, true},
+                                         Variant{"F16", CheckpointDtype::F16, false}),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// One variant only (node's start-up costs seconds): the BF16 checkpoint with tied embeddings, whose
+// GGUF has no output.weight.
+TEST_F(ConvertedTinyLlamaForNode, NodeLlamaCppLoadsItAndPredictsTheReferenceTokens) {
   if (const std::string why = node_llama_missing(); !why.empty()) GTEST_SKIP() << why;
   TinyLlamaConfig config;
-  config.dtype = GetParam().dtype;
-  config.tie_word_embeddings = GetParam().tied;
+  config.dtype = CheckpointDtype::BF16;
+  config.tie_word_embeddings = true;
   config.seed = 11;
   const TinyLlama model = make_tiny_llama(config);
   const fs::path gguf = convert(model);
@@ -115,12 +127,6 @@ TEST_P(ConvertedTinyLlama, NodeLlamaCppLoadsItAndPredictsTheReferenceTokens) {
   }
   EXPECT_GE(compared, 4);
 }
-
-INSTANTIATE_TEST_SUITE_P(Variants, ConvertedTinyLlama,
-                         testing::Values(Variant{"F32", CheckpointDtype::F32, false},
-                                         Variant{"BF16_tied", CheckpointDtype::BF16, true},
-                                         Variant{"F16", CheckpointDtype::F16, false}),
-                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
 }  // namespace ggufkit::test

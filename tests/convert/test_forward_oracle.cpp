@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 
 #include "forward_check.h"
 #include "llama_logits_oracle.h"
@@ -29,6 +30,7 @@ struct Variant {
   CheckpointDtype dtype;
   bool tied;
 };
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 class LlamaCppLayout : public testing::TestWithParam<Variant> {
  protected:
