@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "forward_check.h"
+#include "ggufkit/reader.h"
 #include "llama_logits_oracle.h"
 #include "reference_forward.h"
 #include "test_support.h"
@@ -90,6 +91,44 @@ TEST_P(ConvertedTinyLlama, LlamaCppLogitsMatchTheReference) {
   }
   std::cout << "[ measured ] converted " << GetParam().name << ": max|diff|/max|ref| " << worst_scaled
             << ", per-value relative " << worst_relative << " over " << tokens.size() << " positions\n";
+}
+
+// Before any logits: every tensor of the converted file is the one llama.cpp's layout wants, the
+// hand-laid file's (same name, F32, same shape, same bytes; q and k permuted), whatever the order.
+// A layout mistake shows here by tensor name, where the logits test only says the numbers differ.
+TEST_P(ConvertedTinyLlama, TensorsAreThoseOfTheHandLaidLayout) {
+  GGUFKIT_REQUIRE_SHARED();
+  TinyLlamaConfig config;
+  config.dtype = GetParam().dtype;
+  config.tie_word_embeddings = GetParam().tied;
+  config.seed = 11;
+  const TinyLlama model = make_tiny_llama(config);
+  const fs::path gguf = convert(model);
+  if (HasFailure()) return;
+  const fs::path expected_path = dir_ / "by-hand.gguf";
+  ASSERT_EQ(write_llama_gguf_by_hand(model, llama_spm_vocab_path(), expected_path), "");
+  auto converted = GgufFile::open(gguf);
+  ASSERT_TRUE(converted) << converted.error().describe();
+  auto expected = GgufFile::open(expected_path);
+  ASSERT_TRUE(expected) << expected.error().describe();
+  EXPECT_EQ(converted->tensors().size(), expected->tensors().size());
+  for (const TensorInfo& want : expected->tensors()) {
+    const TensorInfo* got = converted->find_tensor(want.name);
+    ASSERT_NE(got, nullptr) << "the converted file lacks " << want.name;
+    EXPECT_EQ(got->type, TensorType::F32) << want.name;
+    EXPECT_EQ(got->n_dims, want.n_dims) << want.name;
+    EXPECT_EQ(got->ne, want.ne) << want.name;
+    const auto a = converted->tensor_data(*got);
+    const auto b = expected->tensor_data(want);
+    EXPECT_TRUE(a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin())) << want.name << ": the bytes differ";
+  }
+  for (const char* key : {"general.architecture", "llama.block_count", "llama.embedding_length", "llama.attention.head_count",
+                          "llama.attention.head_count_kv", "llama.rope.dimension_count", "llama.feed_forward_length"}) {
+    const auto got = converted->get(key);
+    const auto want = expected->get(key);
+    ASSERT_TRUE(got.has_value()) << "the converted file lacks " << key;
+    EXPECT_TRUE(std::ranges::equal(got->encoded(), want->encoded())) << key;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, ConvertedTinyLlama,
