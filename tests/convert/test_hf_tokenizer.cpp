@@ -58,6 +58,15 @@ void write_text(const fs::path& p, const std::string& text) {
   out << text;
 }
 
+// Removes a test's temporary directory however the test ends.
+struct RemovedOnExit {
+  fs::path path;
+  ~RemovedOnExit() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 // A model directory: the package's tokenizer files and a config.json as the model's own.
 fs::path model_dir(const std::string& package, const std::string& config_json) {
   const fs::path dir = test::temp_dir("hf_tokenizer_" + package);
@@ -124,7 +133,8 @@ constexpr const char* kQwen3Config =
 TEST(HfTokenizer, Llama3EqualsLlamaCppConversion) {
   GGUFKIT_REQUIRE_SHARED();
   REQUIRE_PACKAGE("llama3");
-  auto meta = convert_hf_tokenizer(model_dir("llama3", kLlama3Config));
+  const RemovedOnExit dir{model_dir("llama3", kLlama3Config)};
+  auto meta = convert_hf_tokenizer(dir.path);
   ASSERT_TRUE(meta) << meta.error().describe();
   auto reference = GgufFile::open(vocab_file("llama-bpe"));
   ASSERT_TRUE(reference) << reference.error().describe();
@@ -148,7 +158,8 @@ TEST(HfTokenizer, Llama3EqualsLlamaCppConversion) {
 TEST(HfTokenizer, Llama2ComparableKeysEqualLlamaCppConversion) {
   GGUFKIT_REQUIRE_SHARED();
   REQUIRE_PACKAGE("llama2");
-  auto meta = convert_hf_tokenizer(model_dir("llama2", kLlama2Config));
+  const RemovedOnExit dir{model_dir("llama2", kLlama2Config)};
+  auto meta = convert_hf_tokenizer(dir.path);
   ASSERT_TRUE(meta) << meta.error().describe();
   auto reference = GgufFile::open(vocab_file("llama-spm"));
   ASSERT_TRUE(reference) << reference.error().describe();
@@ -190,7 +201,8 @@ TEST(HfTokenizer, Llama2ComparableKeysEqualLlamaCppConversion) {
 TEST(HfTokenizer, Qwen3EqualsQwen2ConversionWhereTheVocabulariesAgree) {
   GGUFKIT_REQUIRE_SHARED();
   REQUIRE_PACKAGE("qwen3");
-  auto meta = convert_hf_tokenizer(model_dir("qwen3", kQwen3Config));
+  const RemovedOnExit dir{model_dir("qwen3", kQwen3Config)};
+  auto meta = convert_hf_tokenizer(dir.path);
   ASSERT_TRUE(meta) << meta.error().describe();
   auto reference = GgufFile::open(vocab_file("qwen2"));
   ASSERT_TRUE(reference) << reference.error().describe();
@@ -287,13 +299,15 @@ void expect_llama_cpp_tokenizes_like_corpus(const std::string& package, const st
   if (!fs::exists(modules + "/node-llama-cpp/package.json")) {
     GTEST_SKIP() << "skipped: node-llama-cpp is not installed in .oracle (scripts/install-oracle.sh)";
   }
-  auto meta = convert_hf_tokenizer(model_dir(package, config));
+  const RemovedOnExit model{model_dir(package, config)};
+  auto meta = convert_hf_tokenizer(model.path);
   ASSERT_TRUE(meta) << meta.error().describe();
 
   GgufBuilder builder;
   ASSERT_TRUE(builder.set("general.architecture", MetadataValue::string("llama")));
   for (const auto& [key, value] : meta->keys) ASSERT_TRUE(builder.set(key, value)) << key;
-  const fs::path dir = test::temp_dir("hf_tokenizer_llama_" + package);
+  const RemovedOnExit work{test::temp_dir("hf_tokenizer_llama_" + package)};
+  const fs::path& dir = work.path;
   const fs::path gguf = dir / "vocab.gguf";
   ASSERT_TRUE(builder.write_file(gguf));
 
@@ -306,7 +320,9 @@ void expect_llama_cpp_tokenizes_like_corpus(const std::string& package, const st
   const NodeRun run = run_node("'" + script + "' '" + modules + "' '" + gguf.string() + "' '" + (dir / "texts.json").string() + "'");
   if (run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported: " << run.out;
   ASSERT_EQ(run.status, 0) << run.out;
-  const auto result = nlohmann::json::parse(run.out.substr(run.out.find('{')));
+  // The result is the last line (llama.cpp may log to stderr before it).
+  const size_t line = run.out.rfind("\n{");
+  const auto result = nlohmann::json::parse(run.out.substr(line == std::string::npos ? 0 : line + 1));
   const auto& tokens = result.at("tokens");
   ASSERT_EQ(tokens.size(), tests.texts.size());
   for (size_t i = 0; i < tests.texts.size(); ++i) {
@@ -338,6 +354,10 @@ TEST(HfTokenizerLlamaCpp, Qwen3VocabularyTokenizesQwen2CorpusTexts) {
 class HfTokenizerRefuses : public testing::Test {
  protected:
   void SetUp() override { dir_ = test::temp_dir("hf_tokenizer_refusals"); }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
   Error convert_with(const std::string& tokenizer_json) {
     write_text(dir_ / "tokenizer.json", tokenizer_json);
     auto meta = convert_hf_tokenizer(dir_);
