@@ -245,6 +245,87 @@ TEST(HfTokenizer, Qwen3EqualsQwen2ConversionWhereTheVocabulariesAgree) {
   EXPECT_EQ(our_types[151644], 3);  // <|im_start|>
 }
 
+// A minimal byte-level BPE tokenizer.json the converter accepts; the tests break one part at a time.
+nlohmann::json minimal_gpt2() {
+  return nlohmann::json::parse(R"({
+    "added_tokens": [{"id": 3, "content": "<|endoftext|>", "special": true, "normalized": false}],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}
+  })");
+}
+
+// ---- smaller rules of the converter, on synthetic files ----
+
+class HfTokenizerRules : public testing::Test {
+ protected:
+  void SetUp() override { dir_ = test::temp_dir("hf_tokenizer_rules"); }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+};
+
+// LlamaHfVocab: byte tokens BYTE, special tokens (tokenizer_config's and additional ones)
+// CONTROL, other added tokens USER_DEFINED, scores -1000; TemplateProcessing <s> A </s> adds
+// both; add_prefix_space comes first.
+TEST_F(HfTokenizerRules, LlamaHfVocabulary) {
+  write_text(dir_ / "tokenizer.json", R"({
+    "added_tokens": [
+      {"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true},
+      {"id": 2, "content": "</s>", "special": true}, {"id": 5, "content": "<extra>", "special": false},
+      {"id": 6, "content": "<sp>", "special": true}],
+    "post_processor": {"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "</s>", "type_id": 0}}]},
+    "decoder": {"type": "Sequence", "decoders": []},
+    "model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0x0A>": 3, "\u2581a": 4},
+              "merges": []}
+  })");
+  write_text(dir_ / "tokenizer_config.json", R"({"add_prefix_space": false, "bos_token": "<s>", "eos_token": "</s>",
+    "unk_token": "<unk>", "additional_special_tokens": ["<sp>"], "add_bos_token": true})");
+  auto meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  EXPECT_EQ(key_names(*meta), (std::vector<std::string>{
+                                  "tokenizer.ggml.add_space_prefix", "tokenizer.ggml.model", "tokenizer.ggml.pre",
+                                  "tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
+                                  "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                  "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.add_bos_token",
+                                  "tokenizer.ggml.add_eos_token"}));
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_space_prefix")->view().get<bool>(), false);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.model")->view().as_string(), "llama");
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view()),
+            (std::vector<std::string>{"<unk>", "<s>", "</s>", "<0x0A>", "\xE2\x96\x81" "a", "<extra>", "<sp>"}));
+  EXPECT_EQ(ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view()), (std::vector<int32_t>{3, 3, 3, 6, 1, 4, 3}));
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.bos_token_id")->view().get<uint32_t>(), 1u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eos_token_id")->view().get<uint32_t>(), 2u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.unknown_token_id")->view().get<uint32_t>(), 0u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_bos_token")->view().get<bool>(), true);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_eos_token")->view().get<bool>(), true);
+}
+
+// Without chat_template in tokenizer_config.json: chat_template.jinja, with named templates from
+// additional_chat_templates/ written first, then their list, then the default.
+TEST_F(HfTokenizerRules, ChatTemplateFilesAndNamedTemplates) {
+  write_text(dir_ / "tokenizer.json", minimal_gpt2().dump());
+  write_text(dir_ / "tokenizer_config.json", R"({"eos_token": "<|endoftext|>"})");
+  write_text(dir_ / "chat_template.jinja", "default {{ x }}");
+  fs::create_directories(dir_ / "additional_chat_templates");
+  write_text(dir_ / "additional_chat_templates" / "tool-use.jinja", "tools {{ y }}");
+  auto meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  const auto names = key_names(*meta);
+  ASSERT_GE(names.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(names.end() - 4, names.end()),
+            (std::vector<std::string>{"tokenizer.ggml.eos_token_id", "tokenizer.chat_template.tool_use",
+                                      "tokenizer.chat_templates", "tokenizer.chat_template"}));
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eos_token_id")->view().get<uint32_t>(), 3u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.chat_template.tool_use")->view().as_string(), "tools {{ y }}");
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.chat_templates")->view()), std::vector<std::string>{"tool_use"});
+  EXPECT_EQ(find_key(*meta, "tokenizer.chat_template")->view().as_string(), "default {{ x }}");
+}
+
 // ---- llama.cpp tokenizes with our vocabulary ----
 
 // The corpus's .inp texts (separated by "\n__ggml_vocab_test__\n") and .out ids, one line each.
@@ -366,16 +447,6 @@ class HfTokenizerRefuses : public testing::Test {
   }
   fs::path dir_;
 };
-
-// A minimal byte-level BPE tokenizer.json the converter accepts; the tests break one part at a time.
-nlohmann::json minimal_gpt2() {
-  return nlohmann::json::parse(R"({
-    "added_tokens": [{"id": 3, "content": "<|endoftext|>", "special": true, "normalized": false}],
-    "normalizer": null,
-    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
-    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}
-  })");
-}
 
 TEST_F(HfTokenizerRefuses, AcceptsTheMinimalTokenizer) {
   write_text(dir_ / "tokenizer.json", minimal_gpt2().dump());
