@@ -579,9 +579,11 @@ Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
   // tokenizer.vocab: the model's tokens with the added tokens over them.
   std::map<uint64_t, std::string> reverse_vocab = std::move(*model_vocab);
   std::map<std::string, const AddedToken*> added_by_text;
+  std::map<uint64_t, const AddedToken*> added_by_id;  // added_tokens_decoder
   for (const AddedToken& t : *added) {
     reverse_vocab[t.id] = t.content;
     added_by_text[t.content] = &t;
+    added_by_id[t.id] = &t;
   }
   std::set<std::string> distinct;
   for (const auto& [id, text] : reverse_vocab) distinct.insert(text);
@@ -618,8 +620,8 @@ Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
     int32_t type = kNormal;
     if (const auto a = added_by_text.find(token); a != added_by_text.end()) {
       // added_tokens_decoder[i]: the added token with this id (its flags), else the one with this text.
-      const AddedToken* flags = a->second;
-      for (const AddedToken& t : *added) if (t.id == i) flags = &t;
+      const auto by_id = added_by_id.find(i);
+      const AddedToken* flags = by_id != added_by_id.end() ? by_id->second : a->second;
       if (flags->special || looks_special(token)) {
         type = kControl;
       } else {
