@@ -120,33 +120,15 @@ std::vector<int32_t> test_tokens(size_t count, uint32_t seed) {
   return tokens;
 }
 
-std::string node_llama_missing() {
-  if (std::system("node --version >/dev/null 2>&1") != 0) return "skipped: node is not on PATH";
-  if (!fs::exists(fs::path(GGUFKIT_SOURCE_DIR) / ".oracle/node_modules/node-llama-cpp/package.json")) {
-    return "skipped: node-llama-cpp is not installed in .oracle (scripts/install-oracle.sh)";
-  }
-  return {};
-}
-
-NodeRun run_node_next_tokens(const fs::path& model, const std::vector<int32_t>& tokens) {
-  const std::string modules = std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules";
-  const std::string script = std::string(GGUFKIT_SOURCE_DIR) + "/tests/convert/llama_next_tokens.mjs";
+NextTokens run_node_next_tokens(const fs::path& model, const std::vector<int32_t>& tokens) {
   std::string list;
   for (const int32_t t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
-  const std::string cmd = "node '" + script + "' '" + modules + "' '" + model.string() + "' " + list + " 2>&1";
-  NodeRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  if (r.status != 0) return r;
+  NextTokens r{run_node_script("convert/llama_next_tokens.mjs", {model.string(), list}), {}, {}};
+  if (r.run.status != 0) return r;
   // The JSON line is the last line of the output (llama.cpp may log before it).
-  const size_t at = r.out.rfind("{\"next\"");
+  const size_t at = r.run.out.rfind("{\"next\"");
   if (at == std::string::npos) return r;
-  const auto json = nlohmann::json::parse(r.out.substr(at), nullptr, false);
+  const auto json = nlohmann::json::parse(r.run.out.substr(at), nullptr, false);
   if (json.is_discarded()) return r;
   for (const auto& position : json["next"]) {
     r.greedy.push_back(position["token"].is_number() ? position["token"].get<int32_t>() : -1);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.h"
 #include "tiny_checkpoint.h"
 
 namespace ggufkit::test {
@@ -31,14 +32,11 @@ std::vector<int32_t> test_tokens(size_t count, uint32_t seed);
 
 // The node-llama-cpp run of llama_next_tokens.mjs: exit status (0 ran, 1 llama.cpp failed,
 // 3 node-llama-cpp missing, -1 could not start) and its output.
-struct NodeRun {
-  int status = -1;
-  std::string out;
+struct NextTokens {
+  NodeRun run;
   std::vector<int32_t> greedy;  // parsed from the output: the greedy next token at every position
   std::vector<double> top_probability;  // the probability of that token
 };
-// Empty string when node and node-llama-cpp are there, else why the caller should skip.
-std::string node_llama_missing();
-NodeRun run_node_next_tokens(const std::filesystem::path& model, const std::vector<int32_t>& tokens);
+NextTokens run_node_next_tokens(const std::filesystem::path& model, const std::vector<int32_t>& tokens);
 
 }  // namespace ggufkit::test

@@ -23,12 +23,6 @@ namespace fs = std::filesystem;
 
 constexpr double kRelativeTolerance = 1e-3;
 
-// While `gguf convert` is the stub of the skeleton commit its help says "(not yet)".
-bool converter_missing() {
-  const CommandResult help = run_gguf({"convert", "--help"});
-  return (help.out + help.err).find("(not yet)") != std::string::npos;
-}
-
 struct Variant {
   const char* name;
   CheckpointDtype dtype;
@@ -39,7 +33,6 @@ void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 class ConvertedTinyLlamaBase : public testing::Test {
  protected:
   void SetUp() override {
-    if (converter_missing()) GTEST_SKIP() << "skipped: gguf convert is not implemented yet (its help says \"(not yet)\")";
     if (!fs::exists(llama2_tokenizer_dir() / "tokenizer.json")) {
       GTEST_SKIP() << "skipped: the llama 2 tokenizer files are not installed (" << llama2_tokenizer_dir().string()
                    << "; scripts/install-oracle.sh)";
@@ -140,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, ConvertedTinyLlama,
 // One variant only (node's start-up costs seconds): the BF16 checkpoint with tied embeddings, whose
 // GGUF has no output.weight.
 TEST_F(ConvertedTinyLlamaForNode, NodeLlamaCppLoadsItAndPredictsTheReferenceTokens) {
-  if (const std::string why = node_llama_missing(); !why.empty()) GTEST_SKIP() << why;
+  if (const auto missing = node_llama_cpp_missing()) GTEST_SKIP() << "skipped: " << *missing;
   TinyLlamaConfig config;
   config.dtype = CheckpointDtype::BF16;
   config.tie_word_embeddings = true;
@@ -150,10 +143,11 @@ TEST_F(ConvertedTinyLlamaForNode, NodeLlamaCppLoadsItAndPredictsTheReferenceToke
   if (HasFailure()) return;
 
   const std::vector<int32_t> tokens = test_tokens(8, 5);
-  const NodeRun run = run_node_next_tokens(gguf, tokens);
+  const NextTokens next = run_node_next_tokens(gguf, tokens);
+  const NodeRun& run = next.run;
   if (run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported";
   ASSERT_EQ(run.status, 0) << run.out;
-  ASSERT_EQ(run.greedy.size(), tokens.size()) << run.out;
+  ASSERT_EQ(next.greedy.size(), tokens.size()) << run.out;
   const auto reference = reference_llama_logits(model, tokens);
   int compared = 0;
   for (size_t t = 0; t < tokens.size(); ++t) {
@@ -161,7 +155,7 @@ TEST_F(ConvertedTinyLlamaForNode, NodeLlamaCppLoadsItAndPredictsTheReferenceToke
     std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
     if (sorted[0] - sorted[1] < 1e-2 * std::fabs(sorted[0])) continue;  // a near tie: either is right
     const auto best = std::max_element(reference[t].begin(), reference[t].end()) - reference[t].begin();
-    EXPECT_EQ(run.greedy[t], best) << "position " << t;
+    EXPECT_EQ(next.greedy[t], best) << "position " << t;
     ++compared;
   }
   EXPECT_GE(compared, 4);

@@ -124,7 +124,7 @@ TEST(LlamaCppLayoutControl, WithoutThePermutationTheLogitsDiffer) {
 // file and its greedy next token at each position is the reference's most likely one (where the
 // reference's top two are clearly apart).
 TEST(NodeLlamaCpp, LoadsTheFileAndPredictsTheReferenceTokens) {
-  if (const std::string why = node_llama_missing(); !why.empty()) GTEST_SKIP() << why;
+  if (const auto missing = node_llama_cpp_missing()) GTEST_SKIP() << "skipped: " << *missing;
   GGUFKIT_REQUIRE_SHARED();
   TinyLlamaConfig config;
   config.seed = 7;
@@ -132,10 +132,11 @@ TEST(NodeLlamaCpp, LoadsTheFileAndPredictsTheReferenceTokens) {
   const fs::path dir = temp_dir("forward-node");
   ASSERT_EQ(write_llama_gguf_by_hand(model, llama_spm_vocab_path(), dir / "tiny.gguf"), "");
   const std::vector<int32_t> tokens = test_tokens(8, 5);
-  const NodeRun run = run_node_next_tokens(dir / "tiny.gguf", tokens);
+  const NextTokens next = run_node_next_tokens(dir / "tiny.gguf", tokens);
+  const NodeRun& run = next.run;
   if (run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported";
   ASSERT_EQ(run.status, 0) << run.out;
-  ASSERT_EQ(run.greedy.size(), tokens.size()) << run.out;
+  ASSERT_EQ(next.greedy.size(), tokens.size()) << run.out;
   const auto reference = reference_llama_logits(model, tokens);
   int compared = 0;
   for (size_t t = 0; t < tokens.size(); ++t) {
@@ -143,7 +144,7 @@ TEST(NodeLlamaCpp, LoadsTheFileAndPredictsTheReferenceTokens) {
     std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
     if (sorted[0] - sorted[1] < 1e-2 * std::fabs(sorted[0])) continue;  // a near tie: either is right
     const auto best = std::max_element(reference[t].begin(), reference[t].end()) - reference[t].begin();
-    EXPECT_EQ(run.greedy[t], best) << "position " << t;
+    EXPECT_EQ(next.greedy[t], best) << "position " << t;
     ++compared;
   }
   EXPECT_GE(compared, 4);

@@ -357,29 +357,9 @@ TokenizerTests read_tokenizer_tests(const fs::path& gguf) {
   return t;
 }
 
-struct NodeRun {
-  int status = -1;
-  std::string out;
-};
-
-NodeRun run_node(const std::string& args) {
-  NodeRun r;
-  FILE* p = popen(("node " + args + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
 void expect_llama_cpp_tokenizes_like_corpus(const std::string& package, const std::string& config,
                                             const std::string& corpus_name) {
-  if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "skipped: node is not on PATH";
-  const std::string modules = std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules";
-  if (!fs::exists(modules + "/node-llama-cpp/package.json")) {
-    GTEST_SKIP() << "skipped: node-llama-cpp is not installed in .oracle (scripts/install-oracle.sh)";
-  }
+  if (const auto missing = test::node_llama_cpp_missing()) GTEST_SKIP() << "skipped: " << *missing;
   const RemovedOnExit model{model_dir(package, config)};
   auto meta = convert_hf_tokenizer(model.path);
   ASSERT_TRUE(meta) << meta.error().describe();
@@ -397,8 +377,7 @@ void expect_llama_cpp_tokenizes_like_corpus(const std::string& package, const st
   ASSERT_GT(tests.texts.size(), 10u);
   write_text(dir / "texts.json", nlohmann::json(tests.texts).dump());
 
-  const std::string script = std::string(GGUFKIT_SOURCE_DIR) + "/tests/convert/llama_tokenize.mjs";
-  const NodeRun run = run_node("'" + script + "' '" + modules + "' '" + gguf.string() + "' '" + (dir / "texts.json").string() + "'");
+  const test::NodeRun run = test::run_node_script("convert/llama_tokenize.mjs", {gguf.string(), (dir / "texts.json").string()});
   if (run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported: " << run.out;
   ASSERT_EQ(run.status, 0) << run.out;
   // The result is the last line (llama.cpp may log to stderr before it).
