@@ -15,8 +15,9 @@
 //   written for every output type, as the Python converter does.
 // - general.name / basename / finetune / version / size_label / organization: gguf-py's
 //   metadata.py heuristics on config.json's _name_or_path and the directory name, and the size
-//   label from the parameter count. Not reproduced: the model card (README.md front matter:
-//   license, tags, languages, base models, datasets...) and generation_config.json (sampling keys);
+//   label from the parameter count; generation_config.json's sampling defaults as
+//   general.sampling.* (top_k, top_p, temperature, repetition_penalty...). Not reproduced: the
+//   model card (README.md front matter: license, tags, languages, base models, datasets...);
 //   the title-casing of names is ASCII only.
 // - architecture keys: those TextModel.set_gguf_parameters and LlamaModel/Qwen2Model write for
 //   these models (context_length from max_position_embeddings only). Not written because the

@@ -5,6 +5,7 @@
 #include "ggufkit/convert.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -329,6 +330,53 @@ Expected<void> add_model_keys(ConvertPlan& plan, const HfConfig& c, const Archit
   return {};
 }
 
+// generation_config.json's sampling defaults as general.sampling.* (gguf-py's Metadata.load and
+// set_gguf_meta_model): a missing or unreadable file adds nothing, as there; a value of the wrong
+// JSON type is left out (the Python writer would fail on it).
+void add_sampling_keys(ConvertPlan& plan, const std::filesystem::path& dir) {
+  std::ifstream in(dir / "generation_config.json", std::ios::binary);
+  if (!in) return;
+  std::stringstream content;
+  content << in.rdbuf();
+  const json config = json::parse(content.str(), nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) return;
+  enum class Kind { text, integer, real };
+  struct Sampling {
+    const char* key;
+    const char* field;
+    const char* alternative;  // another name for the field, read when the first is absent
+    Kind kind;
+  };
+  static constexpr Sampling kSampling[] = {
+      {"sequence", "sequence", nullptr, Kind::text},
+      {"top_k", "top_k", nullptr, Kind::integer},
+      {"top_p", "top_p", nullptr, Kind::real},
+      {"min_p", "min_p", nullptr, Kind::real},
+      {"xtc_probability", "xtc_probability", nullptr, Kind::real},
+      {"xtc_threshold", "xtc_threshold", nullptr, Kind::real},
+      {"temp", "temperature", nullptr, Kind::real},
+      {"penalty_last_n", "penalty_last_n", nullptr, Kind::integer},
+      {"penalty_repeat", "penalty_repeat", "repetition_penalty", Kind::real},
+      {"mirostat", "mirostat", nullptr, Kind::integer},
+      {"mirostat_tau", "mirostat_tau", nullptr, Kind::real},
+      {"mirostat_eta", "mirostat_eta", nullptr, Kind::real},
+  };
+  for (const Sampling& s : kSampling) {
+    auto it = config.find(s.field);
+    if (it == config.end() && s.alternative != nullptr) it = config.find(s.alternative);
+    if (it == config.end() || it->is_null()) continue;
+    const std::string key = std::string("general.sampling.") + s.key;
+    if (s.kind == Kind::text && it->is_string()) {
+      add_key(plan, key, MetadataValue::string(it->get<std::string>()));
+    } else if (s.kind == Kind::integer && it->is_number_integer() && it->get<int64_t>() >= INT32_MIN &&
+               it->get<int64_t>() <= INT32_MAX) {
+      add_key(plan, key, MetadataValue::of(static_cast<int32_t>(it->get<int64_t>())));
+    } else if (s.kind == Kind::real && it->is_number()) {
+      add_key(plan, key, MetadataValue::of(static_cast<float>(it->get<double>())));
+    }
+  }
+}
+
 // general.name and friends (Metadata.load's heuristics on _name_or_path, then the directory name).
 void add_general_keys(ConvertPlan& plan, const HfConfig& c, const std::filesystem::path& dir) {
   const auto total = static_cast<int64_t>(plan.parameter_count);
@@ -353,6 +401,7 @@ void add_general_keys(ConvertPlan& plan, const HfConfig& c, const std::filesyste
 
   add_key(plan, std::string(keys::kArchitecture), MetadataValue::string(plan.architecture));
   add_key(plan, "general.type", MetadataValue::string("model"));
+  add_sampling_keys(plan, dir);
   add_key(plan, std::string(keys::kName), MetadataValue::string(*meta.name));
   if (meta.version) add_key(plan, "general.version", MetadataValue::string(*meta.version));
   if (meta.organization) add_key(plan, "general.organization", MetadataValue::string(*meta.organization));

@@ -534,6 +534,46 @@ TEST(Convert, ModelNameHeuristicsMatchGgufPy) {
   EXPECT_EQ(model_size_label(10), "0.01K");
 }
 
+// generation_config.json's sampling defaults become general.sampling.* before general.name, with
+// gguf-py's types (i32, f32) and repetition_penalty read as penalty_repeat; a broken file adds nothing.
+TEST(Convert, GenerationConfigSamplingKeys) {
+  TinyModel m;
+  const auto dir = test::temp_dir("convert-sampling") / "model";
+  m.write(dir);
+  std::ofstream(dir / "generation_config.json")
+      << R"({"do_sample": true, "temperature": 0.6, "top_p": 0.9, "top_k": 40, "repetition_penalty": 1.1,
+            "min_p": null, "mirostat": "no", "bos_token_id": 1})";
+  auto plan = plan_convert(dir, no_tokenizer());
+  ASSERT_TRUE(plan) << plan.error().describe();
+  std::vector<std::string> names;
+  for (const auto& [key, value] : plan->metadata) names.push_back(key);
+  const auto at = [&](std::string_view key) { return std::ranges::find(names, key) - names.begin(); };
+  const auto value_of = [&](std::string_view key) -> const MetadataValue* {
+    for (const auto& [k, v] : plan->metadata) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  };
+  ASSERT_NE(value_of("general.sampling.top_k"), nullptr);
+  EXPECT_EQ(value_of("general.sampling.top_k")->view().get<int32_t>(), 40);
+  EXPECT_EQ(value_of("general.sampling.top_p")->view().get<float>(), 0.9f);
+  EXPECT_EQ(value_of("general.sampling.temp")->view().get<float>(), 0.6f);
+  EXPECT_EQ(value_of("general.sampling.penalty_repeat")->view().get<float>(), 1.1f);
+  EXPECT_EQ(value_of("general.sampling.min_p"), nullptr) << "null is absent";
+  EXPECT_EQ(value_of("general.sampling.mirostat"), nullptr) << "a string is not an int";
+  // gguf-py's order: top_k, top_p, temp, penalty_repeat, then general.name.
+  EXPECT_LT(at("general.type"), at("general.sampling.top_k"));
+  EXPECT_LT(at("general.sampling.top_k"), at("general.sampling.top_p"));
+  EXPECT_LT(at("general.sampling.top_p"), at("general.sampling.temp"));
+  EXPECT_LT(at("general.sampling.temp"), at("general.sampling.penalty_repeat"));
+  EXPECT_LT(at("general.sampling.penalty_repeat"), at("general.name"));
+  std::ofstream(dir / "generation_config.json") << "{not json";
+  plan = plan_convert(dir, no_tokenizer());
+  ASSERT_TRUE(plan) << plan.error().describe();
+  for (const auto& [key, value] : plan->metadata) EXPECT_FALSE(key.starts_with("general.sampling.")) << key;
+  std::filesystem::remove_all(dir.parent_path());
+}
+
 // Refusals: each names what is wrong.
 Error plan_error(const TinyModel& m, const std::string& name, const std::function<void(const std::filesystem::path&)>& damage) {
   const auto dir = test::temp_dir("convert-bad-" + name) / "model";
