@@ -7,6 +7,8 @@
 #   bench/run.sh model [ARGS...] whole-model quantization against llama_model_quantize (ARGS: --model F16.gguf,
 #                                --layers/--embd/--ff/--vocab N, --threads N, --repeat R, type names)
 #   bench/run.sh edit [GIB]      gguf set in place and as a rewrite against cp, on a GIB GiB model (default 8)
+#   bench/run.sh convert [ARGS...] Hugging Face safetensors -> GGUF against cp, and peak memory (ARGS: --gib N,
+#                                --dtype bf16|f16, --shard-gib N, --threads N, --repeat R, --dir D, --keep)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +17,7 @@ BUILD="$ROOT/build-bench"
 "$ROOT/scripts/install-oracle.sh"
 
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGGUFKIT_TESTS=OFF -DGGUFKIT_BENCH=ON >/dev/null
-cmake --build "$BUILD" --target bench_open bench_quant bench_quantize_model make_big_model gguf -j "$(nproc)"
+cmake --build "$BUILD" --target bench_open bench_quant bench_quantize_model make_big_model bench_convert gguf -j "$(nproc)"
 
 what=${1:-all}
 [ $# -gt 0 ] && shift
@@ -24,6 +26,7 @@ case "$what" in
   quant) exec "$BUILD/bench/bench_quant" "$@" ;;
   model) exec "$BUILD/bench/bench_quantize_model" "$@" ;;
   edit) exec "$ROOT/bench/bench_edit.sh" "$BUILD" "$@" ;;
-  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" ;;
-  *) echo "usage: bench/run.sh [open|quant|model|edit|all] [ARGS...]" >&2; exit 2 ;;
+  convert) exec "$BUILD/bench/bench_convert" "$@" ;;
+  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" && "$BUILD/bench/bench_convert" ;;
+  *) echo "usage: bench/run.sh [open|quant|model|edit|convert|all] [ARGS...]" >&2; exit 2 ;;
 esac
