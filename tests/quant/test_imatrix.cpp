@@ -33,6 +33,17 @@ void* operator new(size_t size) {
   throw std::bad_alloc();
 }
 void* operator new[](size_t size) { return operator new(size); }
+// The nothrow forms too (std::stable_sort's temporary buffer uses them): every allocation of the
+// program must come from this malloc, or the sanitizers see operator new freed by free().
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  size_t seen = g_largest_allocation.load(std::memory_order_relaxed);
+  while (size > seen && !g_largest_allocation.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
+  }
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
@@ -222,10 +233,13 @@ TEST_F(ImatrixFiles, GgufNonF32TensorsAreRefusedByName) {
     const std::vector<std::byte> f16_bytes(8);
     const std::string name = "blk.3.attn_v.weight";
     const bool sums_f16 = suffix == ".in_sum2";
+    // Named: the builder keeps views of them until the file is written.
+    const std::vector<std::byte> sums = sums_f16 ? f16_bytes : float_bytes({1, 2});
+    const std::vector<std::byte> counts = sums_f16 ? float_bytes({1}) : f16_bytes;
     ASSERT_TRUE(b.add_tensor(name + ".in_sum2", sums_f16 ? TensorType::F16 : TensorType::F32,
-                             std::vector<int64_t>{sums_f16 ? 4 : 2}, sums_f16 ? f16_bytes : float_bytes({1, 2})));
+                             std::vector<int64_t>{sums_f16 ? 4 : 2}, sums));
     ASSERT_TRUE(b.add_tensor(name + ".counts", sums_f16 ? TensorType::F32 : TensorType::F16,
-                             std::vector<int64_t>{sums_f16 ? 1 : 4}, sums_f16 ? float_bytes({1}) : f16_bytes));
+                             std::vector<int64_t>{sums_f16 ? 1 : 4}, counts));
     auto m = load_importance_matrix(write(b));
     ASSERT_FALSE(m) << suffix;
     EXPECT_EQ(m.error().subject, name + suffix);
