@@ -1,8 +1,12 @@
 #include "forward_check.h"
 
+#include <gtest/gtest.h>
+
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <iostream>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -12,6 +16,7 @@
 
 #include "ggufkit/reader.h"
 #include "ggufkit/writer.h"
+#include "reference_forward.h"
 #include "test_support.h"
 
 namespace ggufkit::test {
@@ -118,6 +123,22 @@ std::vector<int32_t> test_tokens(size_t count, uint32_t seed) {
   std::vector<int32_t> tokens{1};
   while (tokens.size() < count) tokens.push_back(static_cast<int32_t>(3 + rng() % (32000 - 3)));
   return tokens;
+}
+
+void expect_logits_near_reference(const std::vector<std::vector<float>>& actual,
+                                  const std::vector<std::vector<double>>& reference, double tolerance,
+                                  const std::string& label) {
+  ASSERT_EQ(actual.size(), reference.size());
+  double worst_scaled = 0, worst_relative = 0;
+  for (size_t t = 0; t < actual.size(); ++t) {
+    const LogitsDistance d = logits_distance(actual[t], reference[t]);
+    EXPECT_LE(d.scaled, tolerance) << "position " << t << ": " << describe(d);
+    EXPECT_LE(d.max_relative, tolerance) << "position " << t << ": " << describe(d);
+    worst_scaled = std::max(worst_scaled, d.scaled);
+    worst_relative = std::max(worst_relative, d.max_relative);
+  }
+  std::cout << "[ measured ] " << label << ": max|diff|/max|ref| " << worst_scaled << ", per-value relative "
+            << worst_relative << " over " << actual.size() << " positions\n";
 }
 
 NextTokens run_node_next_tokens(const fs::path& model, const std::vector<int32_t>& tokens) {

@@ -37,6 +37,12 @@ struct NextTokens {
   std::vector<int32_t> greedy;  // parsed from the output: the greedy next token at every position
   std::vector<double> top_probability;  // the probability of that token
 };
+// Expects every position's logits within `tolerance` of the reference (max|diff|/max|ref| and the
+// per-value relative error) and prints the worst of both, labelled.
+void expect_logits_near_reference(const std::vector<std::vector<float>>& actual,
+                                  const std::vector<std::vector<double>>& reference, double tolerance,
+                                  const std::string& label);
+
 NextTokens run_node_next_tokens(const std::filesystem::path& model, const std::vector<int32_t>& tokens);
 
 }  // namespace ggufkit::test

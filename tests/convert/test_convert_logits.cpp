@@ -74,16 +74,7 @@ TEST_P(ConvertedTinyLlama, LlamaCppLogitsMatchTheReference) {
   std::string error;
   const auto actual = oracle->logits(gguf.string(), tokens, &error);
   ASSERT_EQ(actual.size(), tokens.size()) << error;
-  double worst_scaled = 0, worst_relative = 0;
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    const LogitsDistance d = logits_distance(actual[t], reference[t]);
-    EXPECT_LE(d.scaled, kRelativeTolerance) << "position " << t << ": " << describe(d);
-    EXPECT_LE(d.max_relative, kRelativeTolerance) << "position " << t << ": " << describe(d);
-    worst_scaled = std::max(worst_scaled, d.scaled);
-    worst_relative = std::max(worst_relative, d.max_relative);
-  }
-  std::cout << "[ measured ] converted " << GetParam().name << ": max|diff|/max|ref| " << worst_scaled
-            << ", per-value relative " << worst_relative << " over " << tokens.size() << " positions\n";
+  expect_logits_near_reference(actual, reference, kRelativeTolerance, std::string("converted ") + GetParam().name);
 }
 
 // Before any logits: every tensor of the converted file is the one llama.cpp's layout wants, the
