@@ -1,54 +1,65 @@
-# ggufkit: `make` builds build/gguf; `make demo` and `make test` also install what is missing.
+# ggufkit. `make` builds build/gguf; `make demo` and `make test` also install what is missing.
+#   make            the library and the CLI (Release), build/gguf
+#   make demo       installs the build dependencies, builds the CLI, runs the main job on the sample
+#   make test       installs everything the tests need, builds (Release and ASan+UBSan), runs every
+#                   test and a short fuzz run; prints the time of each phase
+#   make install    installs the CLI, headers, library, CMake package, pkg-config file, man page and
+#                   bash completion under PREFIX (default /usr/local; DESTDIR is honoured)
 BUILD      ?= build
-ASAN_BUILD ?= build-asan
-FUZZ_BUILD ?= build-fuzz
+SAN_BUILD  ?= build-san
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
+PREFIX     ?= /usr/local
 SAMPLE     := samples/tiny-llama-f16.gguf
 
-.PHONY: all build deps oracle asan fuzz-build fuzz test test-release test-asan demo bench clean
+.PHONY: all build deps deps-build oracle san test test-release test-san fuzz demo install bench clean
 
 all: build
 
+# Configures (Ninja when installed) and builds only what a user runs: the library and the CLI.
 build:
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD) -j$(JOBS)
+	@scripts/configure.sh release $(BUILD)
+	@cmake --build $(BUILD) -j$(JOBS) --target gguf
 
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh test
+
+deps-build:
+	@scripts/install-deps.sh build
 
 oracle:
 	@scripts/install-oracle.sh
 
-asan:
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGGUFKIT_SANITIZE=ON -DGGUFKIT_BENCH=OFF >/dev/null
-	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+# The sanitizer build: clang, ASan+UBSan, coverage-instrumented library; the tests and the fuzzers
+# both link it, so the library is compiled once for both.
+san:
+	@scripts/configure.sh sanitize $(SAN_BUILD)
+	@cmake --build $(SAN_BUILD) -j$(JOBS)
 
-fuzz-build:
-	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGGUFKIT_FUZZ=ON \
-	  -DGGUFKIT_TESTS=OFF -DGGUFKIT_BENCH=OFF >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_reader
-
-# A short libFuzzer run over the reader, seeded with the sample and the shared corpus when present.
-fuzz: fuzz-build
-	@scripts/run-fuzz.sh $(FUZZ_BUILD)/fuzz/fuzz_reader $(FUZZ_SECONDS)
-
-test-release: build
+test-release:
+	@scripts/configure.sh release $(BUILD) -DGGUFKIT_TESTS=ON
+	@cmake --build $(BUILD) -j$(JOBS)
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
-# The sanitizer build runs every test but the oracle comparisons (the oracle is not instrumented).
-test-asan: asan
-	@ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE oracle
+test-san: san
+	@ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(JOBS) -LE oracle
 
-test: deps oracle
-	@$(MAKE) --no-print-directory build asan fuzz-build
-	@scripts/run-tests.sh $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)/fuzz/fuzz_reader $(FUZZ_SECONDS)
+fuzz: san
+	@scripts/run-fuzz.sh $(SAN_BUILD)/fuzz/fuzz_reader $(FUZZ_SECONDS)
 
-demo: deps build
+# Every phase, timed: scripts/run-tests.sh.
+test:
+	@BUILD=$(BUILD) SAN_BUILD=$(SAN_BUILD) JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-tests.sh
+
+demo: deps-build build
 	@scripts/demo.sh $(BUILD)/gguf $(SAMPLE)
+
+install: build
+	@cmake --build $(BUILD) -j$(JOBS) --target ggufkit gguf gguf-docs
+	@cmake --install $(BUILD) --prefix $(PREFIX) --strip
 
 bench: deps oracle
 	@bench/run.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-bench
+	rm -rf $(BUILD) $(SAN_BUILD) build-asan build-fuzz build-bench

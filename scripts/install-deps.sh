@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages ggufkit needs to build, test and benchmark, when missing.
-# Runs apt-get only for what is missing, and only as root; otherwise prints the command to run.
+# Installs the Debian 12 packages ggufkit needs, when missing:
+#   scripts/install-deps.sh build   to build the library and the CLI (make, make demo, make install)
+#   scripts/install-deps.sh test    also the tests, the sanitizer and fuzz build, the benchmarks and
+#                                   the oracle's Node.js (make test, make bench)
+# Checks with dpkg first (a fraction of a second when nothing is missing), runs apt-get only for
+# what is missing, and only as root; otherwise prints the command to run.
 set -euo pipefail
+set_name=${1:-test}
 
-packages=(cmake make g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-          libbenchmark-dev clang libclang-rt-14-dev ca-certificates)
-# The oracle (llama.cpp from npm) needs node and npm; any installed node will do.
-command -v node >/dev/null 2>&1 || packages+=(nodejs)
-command -v npm >/dev/null 2>&1 || packages+=(npm)
+build_packages=(cmake make g++ ninja-build pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev ca-certificates)
+test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-completion)
+case "$set_name" in
+  build) packages=("${build_packages[@]}") ;;
+  test)
+    packages=("${build_packages[@]}" "${test_packages[@]}")
+    # The oracle (llama.cpp from npm) needs node and npm; any installed node will do.
+    command -v node >/dev/null 2>&1 || packages+=(nodejs)
+    command -v npm >/dev/null 2>&1 || packages+=(npm)
+    ;;
+  *) echo "install-deps: unknown set '$set_name' (build or test)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

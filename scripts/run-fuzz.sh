@@ -13,7 +13,7 @@ usage() { echo "usage: $0 FUZZER SECONDS" >&2; exit 2; }
 fuzzer=$1
 seconds=$2
 [[ "$seconds" =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || usage
-[ -x "$fuzzer" ] || { echo "run-fuzz: no fuzzer at $fuzzer (make fuzz-build)" >&2; exit 2; }
+[ -x "$fuzzer" ] || { echo "run-fuzz: no fuzzer at $fuzzer (make san)" >&2; exit 2; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=${GGUFKIT_SHARED_DIR:-$root/../shared}

@@ -1,18 +1,38 @@
 #!/usr/bin/env bash
-# Runs every suite `make test` promises and ends with one summary line:
+# `make test`: every suite, each phase timed, ending with a table of the phases and one line
 #   "make test: N passed, N failed, N skipped"
-# Suites: the release build (all labels), the ASan+UBSan build (all but the oracle, whose library is
-# not instrumented), and a short libFuzzer run on the reader.
+# Phases: the packages and the oracle (skipped in well under a second when installed), the Release
+# build and the sanitizer build (clang, ASan+UBSan; the tests and the fuzzers link the same
+# library), every test of the Release build, every test but the oracle comparisons in the
+# sanitizer build (the oracle is not instrumented), and a short libFuzzer run on the reader.
+#
+# Environment: BUILD, SAN_BUILD (directories), JOBS, FUZZ_SECONDS, as the Makefile passes them.
 set -uo pipefail
-release=${1:-build}
-asan=${2:-build-asan}
-fuzz_bin=${3:-build-fuzz/fuzz/fuzz_reader}
-fuzz_seconds=${4:-60}
-jobs=$(nproc)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+release=${BUILD:-build}
+san=${SAN_BUILD:-build-san}
+jobs=${JOBS:-$(nproc)}
+fuzz_seconds=${FUZZ_SECONDS:-60}
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
 
 passed=0 failed=0 skipped=0 status=0
+phases=()
+started_all=$(date +%s)
+
+# phase NAME COMMAND...: runs it, records its wall time and whether it failed.
+phase() {
+  local name=$1 start rc
+  shift
+  echo "== $name" >&2
+  start=$(date +%s)
+  "$@"
+  rc=$?
+  phases+=("$(printf '%-34s %5ds  %s' "$name" $(( $(date +%s) - start )) "$([[ $rc -eq 0 ]] && echo ok || echo "FAILED ($rc)")")")
+  return $rc
+}
+
 count() {  # count LOG: adds ctest's results to the totals
   local log=$1 total fails skips
   total=$(sed -n 's/.*tests passed, \([0-9]*\) tests\{0,1\} failed out of \([0-9]*\).*/\2/p' "$log" | tail -1)
@@ -22,22 +42,44 @@ count() {  # count LOG: adds ctest's results to the totals
   passed=$((passed + total - fails - skips)) failed=$((failed + fails)) skipped=$((skipped + skips))
 }
 
-echo "== release build: every test" >&2
-ctest --test-dir "$release" --output-on-failure -j"$jobs" 2>&1 | tee "$logdir/release.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+run_ctest() {  # run_ctest LOG ARGS...
+  local log=$1
+  shift
+  ctest "$@" --output-on-failure -j"$jobs" 2>&1 | tee "$log"
+  return "${PIPESTATUS[0]}"
+}
+
+summary() {
+  echo
+  echo "make test: phases (wall time on $(nproc) cores)"
+  printf '  %s\n' "${phases[@]}"
+  printf '  %-34s %5ds\n' "total" $(( $(date +%s) - started_all ))
+  echo "make test: $passed passed, $failed failed, $skipped skipped"
+}
+
+build_ok=1
+phase "packages (apt, when missing)" scripts/install-deps.sh test || { summary; exit 2; }
+phase "oracle (npm, when missing)" scripts/install-oracle.sh || { summary; exit 2; }
+phase "release build" bash -c "scripts/configure.sh release '$release' -DGGUFKIT_TESTS=ON &&
+                               cmake --build '$release' -j$jobs" || build_ok=0
+phase "sanitizer build (ASan+UBSan, fuzz)" bash -c "scripts/configure.sh sanitize '$san' &&
+                                                    cmake --build '$san' -j$jobs" || build_ok=0
+if [[ $build_ok -eq 0 ]]; then
+  status=1
+  failed=$((failed + 1))
+  summary
+  exit 1
+fi
+
+phase "release tests (all)" run_ctest "$logdir/release.log" --test-dir "$release" || status=1
 count "$logdir/release.log"
-
-echo "== ASan+UBSan build: every test but the oracle comparisons" >&2
-ctest --test-dir "$asan" --output-on-failure -j"$jobs" -LE oracle 2>&1 | tee "$logdir/asan.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-count "$logdir/asan.log"
-
-echo "== libFuzzer on the reader, ${fuzz_seconds}s" >&2
-if scripts/run-fuzz.sh "$fuzz_bin" "$fuzz_seconds"; then
+phase "sanitizer tests (all but oracle)" run_ctest "$logdir/san.log" --test-dir "$san" -LE oracle || status=1
+count "$logdir/san.log"
+if phase "libFuzzer on the reader (${fuzz_seconds}s)" scripts/run-fuzz.sh "$san/fuzz/fuzz_reader" "$fuzz_seconds"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)) status=1
 fi
 
-echo "make test: $passed passed, $failed failed, $skipped skipped"
+summary
 exit $status

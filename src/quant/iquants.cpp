@@ -627,7 +627,9 @@ GGUFKIT_TARGET_AVX2 void encode_avx2(const float* x, float inverse_scale, std::b
 // GCC 12's AVX-512 headers start some results from an "undefined" register and warn about it.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 GGUFKIT_TARGET_AVX512 inline __m512i index16(__m512 x) {
   constexpr const std::array<float, 15>& e = kIq4Edges;
   // Step tables: entry i is the edge to test when the index found so far is i.

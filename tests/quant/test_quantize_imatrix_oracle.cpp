@@ -153,19 +153,29 @@ TEST(QuantizeImatrixOracle, EveryPresetOnTinyLlamaIsLlamaQuantizes) {
 }
 
 // Expert tensors get one slice of the matrix per expert; 8 experts have Mixtral's own rules.
-TEST(QuantizeImatrixOracle, ExpertModelsUseEachExpertsWeights) {
+// One test per model, so that ctest runs the two sweeps side by side.
+class QuantizeImatrixExperts : public ::testing::TestWithParam<ModelShape> {};
+
+TEST_P(QuantizeImatrixExperts, ExpertModelsUseEachExpertsWeights) {
   GGUFKIT_REQUIRE_SHARED();
   REQUIRE_LLAMA_QUANTIZE(oracle);
-  const auto dir = temp_dir("quantize-imatrix-moe");
-  for (const ModelShape& shape : {ModelShape{"llama", 8, 4, false}, ModelShape{"llama", 8, 8, true}}) {
-    const fs::path model = write_test_model(dir, shape);
-    ASSERT_FALSE(model.empty());
-    auto file = GgufFile::open(model);
-    ASSERT_TRUE(file);
-    expect_presets_match(model, kExpertPresets, random_importance(*file, shape.n_expert), dir, *oracle);
-  }
+  const ModelShape& shape = GetParam();
+  const auto dir = temp_dir("quantize-imatrix-moe-" + shape.label());
+  const fs::path model = write_test_model(dir, shape);
+  ASSERT_FALSE(model.empty());
+  auto file = GgufFile::open(model);
+  ASSERT_TRUE(file);
+  expect_presets_match(model, kExpertPresets, random_importance(*file, shape.n_expert), dir, *oracle);
   fs::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, QuantizeImatrixExperts,
+                         ::testing::Values(ModelShape{"llama", 8, 4, false}, ModelShape{"llama", 8, 8, true}),
+                         [](const ::testing::TestParamInfo<ModelShape>& info) {
+                           std::string name = info.param.label();
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 // The preset rules that read "has an importance matrix" (Q4_0/Q5_0's first ffn_down layers,
 // IQ4_NL/IQ4_XS's, IQ3_XXS's attn_v) take the other branch with one.

@@ -25,9 +25,6 @@ struct ConvertArgs {
   bool no_tokenizer = false;
 };
 
-std::atomic<bool> g_cancel{false};
-extern "C" void on_convert_interrupt(int) { g_cancel.store(true); }
-
 std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("{{{}}}", fmt::join(shape, ", ")); }
 
 void print_plan_json(const ggufkit::ConvertPlan& plan) {
@@ -79,7 +76,7 @@ int run_convert(const ConvertArgs& args) {
   ggufkit::ConvertOptions options;
   options.out_type = *type;
   options.threads = ggufkit::Threads{args.threads};
-  options.cancel = &g_cancel;
+  options.cancel = &interrupt_flag();
   options.tokenizer = !args.no_tokenizer;
   auto plan = ggufkit::plan_convert(args.input, options);
   if (!plan) {
@@ -106,12 +103,11 @@ int run_convert(const ConvertArgs& args) {
     fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left, t.gguf_name,
                ggufkit::type_name(t.type));
   };
-  std::signal(SIGINT, on_convert_interrupt);
-  std::signal(SIGTERM, on_convert_interrupt);
+  watch_interrupts();
   if (auto r = ggufkit::write_converted(*plan, args.output, options); !r) {
-    if (g_cancel.load()) {
+    if (interrupt_flag().load()) {
       fmt::print(stderr, "gguf: convert: interrupted; {} was not written\n", args.output);
-      return 130;
+      return kInterrupted;
     }
     report_error(args.output, r.error());
     return kUsageOrIoError;
@@ -132,7 +128,8 @@ Runner register_convert(CLI::App& app) {
   cmd->add_option("output", args->output, "GGUF file to write")->required();
   cmd->add_option("--outtype", args->outtype,
                   "Type of the weight matrices: f32, f16 (default), bf16, q8_0, or another quantized type "
-                  "(1-D tensors and norms stay f32)");
+                  "(1-D tensors and norms stay f32)")
+      ->type_name("TYPE");
   cmd->add_option("--threads", args->threads, "Threads for quantizing (default: one per core)");
   cmd->add_flag("--dry-run", args->dry_run, "Print each tensor's name, shape and type; write nothing");
   cmd->add_flag("--json", args->json, "With --dry-run: the plan as JSON");

@@ -32,7 +32,7 @@ struct DiffArgs {
   size_t show = 5;
 };
 
-constexpr size_t kShownChars = 60;         // a string value in text mode
+constexpr size_t kDiffShownChars = 60;         // a string value in text mode
 constexpr size_t kShownElementChars = 40;  // a string element of an array in text mode
 constexpr size_t kContextChars = 24;       // text kept before the first difference of two long strings
 constexpr size_t kShownArrayElements = 4;  // an added or removed array in text mode
@@ -70,12 +70,7 @@ std::string bare_value_text(const ValueView& v, size_t max_chars) {
 std::string element_text(const ValueView& v) { return bare_value_text(v, kShownElementChars); }
 
 // "uint32", "string", "string[32000]"
-std::string type_text(const ValueView& v) {
-  if (const auto arr = v.as_array()) return fmt::format("{}[{}]", ggufkit::value_type_name(arr->element_type()), arr->size());
-  return std::string(ggufkit::value_type_name(v.type()));
-}
-
-std::string typed_value_text(const ValueView& v) { return type_text(v) + " " + bare_value_text(v, kShownChars); }
+std::string typed_value_text(const ValueView& v) { return value_type_text(v) + " " + bare_value_text(v, kDiffShownChars); }
 
 // Backs up from byte i to the start of the UTF-8 character it is in.
 size_t char_start(std::string_view s, size_t i) {
@@ -85,14 +80,14 @@ size_t char_start(std::string_view s, size_t i) {
 
 // Two strings: in full when short, else both around their first difference (chat templates).
 std::string string_change_text(std::string_view a, std::string_view b) {
-  if (a.size() <= kShownChars && b.size() <= kShownChars) {
-    return fmt::format("string {} -> {}", quoted(a, kShownChars), quoted(b, kShownChars));
+  if (a.size() <= kDiffShownChars && b.size() <= kDiffShownChars) {
+    return fmt::format("string {} -> {}", quoted(a, kDiffShownChars), quoted(b, kDiffShownChars));
   }
   const auto [ma, mb] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
   const size_t at = static_cast<size_t>(ma - a.begin());
   const size_t from = char_start(a, at > kContextChars ? at - kContextChars : 0);
   const auto around = [&](std::string_view s) {
-    return fmt::format("\"{}{}\"", from > 0 ? "…" : "", shorten_for_display(s.substr(std::min(from, s.size())), kShownChars));
+    return fmt::format("\"{}{}\"", from > 0 ? "…" : "", shorten_for_display(s.substr(std::min(from, s.size())), kDiffShownChars));
   };
   return fmt::format("string, {} -> {} bytes, first difference at byte {}: {} -> {}", a.size(), b.size(), at,
                      around(a), around(b));
@@ -103,8 +98,8 @@ std::string plural(uint64_t n, std::string_view one, std::string_view many) {
 }
 
 std::string array_change_text(const ValueView& a, const ValueView& b, const ArrayDiff& d) {
-  std::string out = type_text(a);
-  if (d.length_a != d.length_b) out += " -> " + type_text(b);
+  std::string out = value_type_text(a);
+  if (d.length_a != d.length_b) out += " -> " + value_type_text(b);
   const uint64_t common = std::min(d.length_a, d.length_b);
   std::vector<std::string> parts;
   if (d.differing > 0 || d.length_a == d.length_b) {
@@ -134,7 +129,7 @@ std::string metadata_change_text(const ggufkit::MetadataDiff& m) {
   if (m.type_changed) return typed_value_text(*m.a) + " -> " + typed_value_text(*m.b) + " (type changed)";
   if (m.elements) return array_change_text(*m.a, *m.b, *m.elements);
   if (m.a->type() == ValueType::String) return string_change_text(m.a->as_string().value_or(""), m.b->as_string().value_or(""));
-  return fmt::format("{} {} -> {}", type_text(*m.a), bare_value_text(*m.a, kShownChars), bare_value_text(*m.b, kShownChars));
+  return fmt::format("{} {} -> {}", value_type_text(*m.a), bare_value_text(*m.a, kDiffShownChars), bare_value_text(*m.b, kDiffShownChars));
 }
 
 std::string shape_text(const TensorInfo& t) { return fmt::format("[{}]", fmt::join(t.shape(), ", ")); }

@@ -20,12 +20,12 @@ struct DumpArgs {
 };
 
 constexpr size_t kShownElements = 8;
-constexpr size_t kShownChars = 120;
+constexpr size_t kDumpShownChars = 120;
 
 std::string scalar_text(const ggufkit::ValueView& v, bool full) {
   if (v.type() == ggufkit::ValueType::String) {
     const std::string_view s = v.as_string().value_or("");
-    return fmt::format("\"{}\"", full ? shorten_for_display(s, SIZE_MAX) : shorten_for_display(s, kShownChars));
+    return fmt::format("\"{}\"", full ? shorten_for_display(s, SIZE_MAX) : shorten_for_display(s, kDumpShownChars));
   }
   std::string out;
   ggufkit::json::append_value(out, v);
@@ -46,12 +46,6 @@ std::string value_text(const ggufkit::ValueView& v, bool full) {
     out += value_text(e, full);
   }
   return out + "]";
-}
-
-std::string type_text(const ggufkit::ValueView& v) {
-  const auto arr = v.as_array();
-  if (!arr) return std::string(ggufkit::value_type_name(v.type()));
-  return fmt::format("{}[{}]", ggufkit::value_type_name(arr->element_type()), arr->size());
 }
 
 // A split model as JSON: the first shard's dump, the tensors of every shard (with their shard's
@@ -103,7 +97,7 @@ int run_dump(const DumpArgs& args) {
     size_t i = 0;
     for (const ggufkit::KeyValue& kv : file->metadata()) {
       fmt::format_to(std::back_inserter(out), "{:5}  {:<40} {:<16} {}\n", ++i, shorten_for_display(kv.key, 200),
-                     type_text(kv.value), value_text(kv.value, args.full));
+                     value_type_text(kv.value), value_text(kv.value, args.full));
     }
     if (split) {
       fmt::format_to(std::back_inserter(out), "split model: {} shards, {} bytes in all\n", model->shards().size(),

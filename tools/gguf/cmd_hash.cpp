@@ -138,7 +138,7 @@ Runner register_hash(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("hash", "Digests of every tensor and file (a manifest), or verify a model "
                                              "against a manifest");
   cmd->add_option("file", args->file, "GGUF file, or the first shard of a split model")->required();
-  cmd->add_option("--algorithm,-a", args->algorithm, "xxh64 (fast, default) or sha256");
+  cmd->add_option("--algorithm,-a", args->algorithm, "xxh64 (fast, default) or sha256")->type_name("xxh64|sha256");
   cmd->add_option("--check,-c", args->check, "Verify against this manifest (written by gguf hash); exit 1 on a mismatch");
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");

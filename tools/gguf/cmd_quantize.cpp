@@ -32,9 +32,6 @@ struct QuantizeArgs {
   unsigned threads = 0;
 };
 
-std::atomic<bool> g_cancel{false};
-extern "C" void on_interrupt(int) { g_cancel.store(true); }
-
 // TYPE is a llama_ftype name (Q4_K_M, mostly_q4_k_m) or a tensor type name (q4_K: llama-quantize's
 // alias for Q4_K_M), in any case.
 std::optional<uint32_t> resolve_file_type(const std::string& name) {
@@ -133,7 +130,7 @@ int run_quantize(const QuantizeArgs& args) {
   options.file_type = *file_type;
   options.pure = args.pure;
   options.threads = ggufkit::Threads{args.threads};
-  options.cancel = &g_cancel;
+  options.cancel = &interrupt_flag();
   auto plan = ggufkit::plan_quantize(*input, options);
   if (!plan) {
     report_error(args.input, plan.error());
@@ -188,13 +185,12 @@ int run_quantize(const QuantizeArgs& args) {
     fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left,
                p.tensor->name, ggufkit::type_name(p.target));
   };
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  watch_interrupts();
   auto r = ggufkit::quantize_model(*input, args.output, options);
   if (!r) {
-    if (g_cancel.load()) {
+    if (interrupt_flag().load()) {
       fmt::print(stderr, "gguf: quantize: interrupted; {} was not written\n", args.output);
-      return 130;
+      return kInterrupted;
     }
     report_error(args.input, r.error());
     return kUsageOrIoError;
@@ -211,13 +207,15 @@ Runner register_quantize(CLI::App& app) {
   cmd->add_option("input", args->input, "GGUF model to read")->required();
   cmd->add_option("output", args->output, "GGUF file to write (never the input)")->required();
   cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...) or a file type (Q4_K_M)")
-      ->required();
+      ->required()
+      ->type_name("TYPE");
   cmd->add_flag("--pure", args->pure, "Every quantizable tensor gets the type (llama-quantize --pure); without it TYPE's preset chooses per tensor");
   cmd->add_flag("--dry-run", args->dry_run, "Print each tensor's type and the data size; write nothing");
   cmd->add_option("--threads", args->threads, "Threads (default: one per core)");
   cmd->add_option("--output-tensor-type", args->output_tensor_type,
-                  "Type of output.weight (and of token_embd when it doubles as the output)");
-  cmd->add_option("--token-embedding-type", args->token_embedding_type, "Type of token_embd.weight");
+                  "Type of output.weight (and of token_embd when it doubles as the output)")
+      ->type_name("TYPE");
+  cmd->add_option("--token-embedding-type", args->token_embedding_type, "Type of token_embd.weight")->type_name("TYPE");
   cmd->add_flag("--leave-output-tensor", args->leave_output_tensor, "Copy output.weight as it is");
   // Called as each option is parsed, so that the two keep their command-line order.
   cmd->add_option_function<std::string>(

@@ -111,7 +111,8 @@ Runner register_set(CLI::App& app) {
   cmd->add_option("pairs", args->pairs, "KEY VALUE [KEY VALUE]... (KEY alone with --from-file or --json)")->required();
   cmd->add_option("--type", args->type,
                   "Value type (uint8..int64, float32, float64, bool, string; for --json arrays the element type). "
-                  "Default: an existing key keeps its type, a new key's is inferred");
+                  "Default: an existing key keeps its type, a new key's is inferred")
+      ->type_name("uint8|int8|uint16|int16|uint32|int32|uint64|int64|float32|float64|bool|string");
   cmd->add_option("--from-file", args->from_file, "The value is this file's bytes, exactly (a chat template)");
   cmd->add_option("--json", args->json, "The value as JSON (arrays: '[1, 2, 3]', '[\"a\", \"b\"]')");
   add_edit_options(*cmd, args->target);

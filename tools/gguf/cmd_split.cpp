@@ -113,7 +113,8 @@ Runner register_split(CLI::App& app) {
   cmd->add_option("input", args->input, "GGUF model to split")->required();
   cmd->add_option("prefix", args->prefix, "Shards are written as PREFIX-00001-of-0000N.gguf ...")->required();
   auto* size = cmd->add_option("--max-size", args->max_size,
-                               "Most tensor bytes per shard: 2G, 500M (powers of 1000, as llama-gguf-split), 1GiB, bytes");
+                               "Most tensor bytes per shard: 2G, 500M (powers of 1000, as llama-gguf-split), 1GiB, bytes")
+                   ->type_name("SIZE");
   auto* tensors = cmd->add_option("--max-tensors", args->max_tensors, "Most tensors per shard")
                       ->check(CLI::Range(uint64_t{1}, uint64_t{INT32_MAX}));
   size->excludes(tensors);

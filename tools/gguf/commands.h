@@ -22,5 +22,6 @@ Runner register_convert_endian(CLI::App& app);
 Runner register_check(CLI::App& app);
 Runner register_hash(CLI::App& app);
 Runner register_convert(CLI::App& app);
+Runner register_completion(CLI::App& app);
 
 }  // namespace gguf_cli

@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "cli_docs.h"
 #include "commands.h"
 #include "output.h"
 
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
   add(gguf_cli::register_check);
   add(gguf_cli::register_hash);
   add(gguf_cli::register_convert);
+  add(gguf_cli::register_completion);
+
+  // The man page (installed as gguf.1) from the same definitions as --help; not a verb users need.
+  if (argc == 2 && std::string_view(argv[1]) == "--man-page") return gguf_cli::write_result(gguf_cli::man_page(app));
 
   // CLI11 would call an unknown verb a missing subcommand; say what is wrong instead.
   const auto is_verb = [&](std::string_view name) {

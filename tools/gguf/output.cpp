@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
 namespace gguf_cli {
 
 void report_error(std::string_view file, const ggufkit::Error& error) {
@@ -15,6 +20,33 @@ std::optional<ggufkit::GgufFile> open_or_report(const std::string& path) {
     return std::nullopt;
   }
   return std::move(f).value();
+}
+
+std::atomic<bool>& interrupt_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+namespace {
+extern "C" void on_interrupt(int) { interrupt_flag().store(true); }
+}  // namespace
+
+void watch_interrupts() {
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+}
+
+std::string value_type_text(const ggufkit::ValueView& v) {
+  if (const auto arr = v.as_array()) return fmt::format("{}[{}]", ggufkit::value_type_name(arr->element_type()), arr->size());
+  return std::string(ggufkit::value_type_name(v.type()));
+}
+
+int write_result(std::string_view text) {
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0) return kOk;
+  const int err = errno;
+  fmt::print(stderr, "gguf: cannot write the output: {}\n", err != 0 ? std::strerror(err) : "write error");
+  return kUsageOrIoError;
 }
 
 std::string human_bytes(uint64_t bytes) {

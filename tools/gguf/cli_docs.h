@@ -1,0 +1,26 @@
+// The CLI documented from its own definition: the bash completion script (`gguf completion bash`)
+// and the man page (`gguf --man-page`, installed as gguf.1) are generated from the CLI11 tree that
+// --help prints, so that neither can drift from the options the parser accepts.
+//
+// Values are completed from the option's type name: "TYPE" (a tensor type or a quantization
+// preset), a list "a|b|c" (those words), a number type (nothing); everything else falls back to
+// file names.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace gguf_cli {
+
+// The names `gguf quantize` and `gguf convert --outtype` accept as TYPE (in any case): the
+// quantization presets as llama-quantize spells them (Q4_K_M, F16...) and the tensor types as ggml
+// does (q8_0, iq4_xs, bf16...), the ones llama.cpp still reads; quantization_type_names() is both.
+std::vector<std::string> preset_names();
+std::vector<std::string> tensor_type_names();
+std::vector<std::string> quantization_type_names();
+
+std::string bash_completion_script(const CLI::App& app);
+std::string man_page(const CLI::App& app);
+
+}  // namespace gguf_cli
