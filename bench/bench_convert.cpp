@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_support.h"
 #include "ggufkit/convert.h"
 #include "ggufkit/reader.h"
 
@@ -109,26 +110,8 @@ Shape shape_for(uint64_t target) {
   return s;
 }
 
-uint64_t mix(uint64_t z) {  // SplitMix64's finaliser: a counter-based random stream
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// float -> IEEE half, round to nearest even (the values here are small and normal or flushed to 0).
-uint16_t to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xFF) - 127 + 15;
-  const uint32_t mant = x & 0x7FFFFFu;
-  if (exp <= 0) return static_cast<uint16_t>(sign);
-  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  const uint32_t rest = mant & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return static_cast<uint16_t>(h);
-}
+using ggufkit::bench::mix;
+using ggufkit::bench::to_half;
 
 uint16_t to_bf16(float f) {  // round to nearest even (no NaN here)
   uint32_t x;

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_support.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
@@ -47,26 +48,8 @@ struct Shape {
   uint32_t layers = 2, embd = 2048, ff = 5632, vocab = 32000, heads = 32, kv_heads = 4, ctx = 2048;
 };
 
-uint64_t mix(uint64_t z) {  // SplitMix64's finaliser: a counter-based random stream
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// float -> IEEE half, round to nearest even (the values here are small and normal).
-uint16_t to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xFF) - 127 + 15;
-  const uint32_t mant = x & 0x7FFFFFu;
-  if (exp <= 0) return static_cast<uint16_t>(sign);
-  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  const uint32_t rest = mant & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return static_cast<uint16_t>(h);
-}
+using ggufkit::bench::mix;
+using ggufkit::bench::to_half;
 
 // Weights about normally distributed (sum of four uniforms), value i of a tensor a function of
 // (seed, i) only, so the producer can be called with any chunking.

@@ -16,7 +16,7 @@ BUILD="$ROOT/build-bench"
 
 "$ROOT/scripts/install-oracle.sh"
 
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGGUFKIT_TESTS=OFF -DGGUFKIT_BENCH=ON >/dev/null
+"$ROOT/scripts/configure.sh" release "$BUILD" -DGGUFKIT_TESTS=OFF -DGGUFKIT_BENCH=ON
 cmake --build "$BUILD" --target bench_open bench_quant bench_quantize_model make_big_model bench_convert gguf -j "$(nproc)"
 
 what=${1:-all}

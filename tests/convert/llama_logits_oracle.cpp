@@ -1,5 +1,7 @@
 #include "llama_logits_oracle.h"
 
+#include "oracle_library.h"
+
 #include <dlfcn.h>
 
 #include <cstddef>
@@ -119,24 +121,15 @@ F symbol(void* handle, const char* name) {
 const LlamaLogitsOracle* LlamaLogitsOracle::get(std::string* why_not) {
   static std::string reason;
   static const LlamaLogitsOracle* oracle = []() -> const LlamaLogitsOracle* {
-    const char* env = std::getenv("GGUFKIT_ORACLE_LIB_DIR");
-    const std::string dir = env && *env ? env : GGUFKIT_ORACLE_LIB_DIR;
+    void* handle = ggufkit::test::open_oracle_library(
+        "libllama.v0.4.0.so",
+        {"llama_backend_init", "llama_model_default_params", "llama_context_default_params",
+         "llama_model_load_from_file", "llama_init_from_model", "llama_decode", "llama_get_logits_ith",
+         "llama_model_get_vocab", "llama_vocab_n_tokens", "llama_free", "llama_model_free"},
+        &reason);
+    if (handle == nullptr) return nullptr;
+    const std::string dir = ggufkit::test::oracle_library_dir();
     const std::string path = dir + "/libllama.v0.4.0.so";
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* err = dlerror();
-      reason = "cannot load " + path + ": " + (err ? err : "dlopen failed");
-      return nullptr;
-    }
-    for (const char* name : {"llama_backend_init", "llama_model_default_params", "llama_context_default_params",
-                             "llama_model_load_from_file", "llama_init_from_model", "llama_decode",
-                             "llama_get_logits_ith", "llama_model_get_vocab", "llama_vocab_n_tokens",
-                             "llama_free", "llama_model_free"}) {
-      if (!dlsym(handle, name)) {
-        reason = path + " lacks " + name;
-        return nullptr;
-      }
-    }
     // The CPU backend is a separate library (libggml-cpu-<level>.so) the ggml library picks and loads.
     const std::string ggml_path = dir + "/libggml.v0.4.0.so";
     void* ggml = dlopen(ggml_path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "oracle_library.h"
+
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -144,46 +146,12 @@ ContextPtr open_context(const OracleGgml::Api& api, const std::string& path) {
 }  // namespace
 
 // ---- OracleGgml ---------------------------------------------------------------------------------
-std::string OracleGgml::default_lib_dir() {
-    if (const char* env = std::getenv("GGUFKIT_ORACLE_LIB_DIR"); env != nullptr && *env != '\0') {
-        return env;
-    }
-#ifdef GGUFKIT_ORACLE_LIB_DIR
-    return GGUFKIT_ORACLE_LIB_DIR;
-#else
-    return {};
-#endif
-}
-
 std::unique_ptr<OracleGgml> OracleGgml::load(std::string* why_not) {
-    const std::string dir = default_lib_dir();
-    if (dir.empty()) {
-        if (why_not != nullptr) {
-            *why_not = "oracle library directory unknown: set GGUFKIT_ORACLE_LIB_DIR to the directory "
-                       "holding libggml-base.so (scripts/install-oracle.sh installs it)";
-        }
-        return nullptr;
-    }
-    return load_from(dir, why_not);
-}
-
-std::unique_ptr<OracleGgml> OracleGgml::load_from(const std::string& lib_dir, std::string* why_not) {
-    std::string path = lib_dir;
-    if (!path.empty() && path.back() != '/') {
-        path.push_back('/');
-    }
-    path.append(kLibName);
-
-    // Never dlclose()d: ggml keeps global state (the log callback points into this program).
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* handle = ggufkit::test::open_oracle_library(kLibName, {}, why_not);
     if (handle == nullptr) {
-        if (why_not != nullptr) {
-            const char* err = dlerror();
-            *why_not = "cannot load the oracle " + path + ": " + (err != nullptr ? err : "dlopen failed") +
-                       " (run scripts/install-oracle.sh, or set GGUFKIT_ORACLE_LIB_DIR)";
-        }
         return nullptr;
     }
+    const std::string path = ggufkit::test::oracle_library_dir() + "/" + kLibName;
 
     std::unique_ptr<OracleGgml> o(new OracleGgml());
     o->library_path_ = path;

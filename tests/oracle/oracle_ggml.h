@@ -71,10 +71,6 @@ public:
     // Loads libggml-base.so from the default directory (see above). On failure returns null and,
     // when why_not is not null, stores a one-line explanation there (suitable for a test skip).
     static std::unique_ptr<OracleGgml> load(std::string* why_not);
-    // Same, from an explicit directory.
-    static std::unique_ptr<OracleGgml> load_from(const std::string& lib_dir, std::string* why_not);
-    // The directory load() uses: the environment variable, else the compile definition, else "".
-    static std::string default_lib_dir();
 
     const Api& api() const { return api_; }
     const std::string& library_path() const { return library_path_; }

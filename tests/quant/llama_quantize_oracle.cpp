@@ -10,6 +10,7 @@
 
 #include "ggufkit/reader.h"
 #include "ggufkit/tensor_types.h"
+#include "oracle_library.h"
 
 namespace {
 
@@ -66,20 +67,10 @@ void quiet(int, const char*, void*) {}
 const LlamaQuantizeOracle* LlamaQuantizeOracle::get(std::string* why_not) {
   static std::string reason;
   static const LlamaQuantizeOracle* oracle = []() -> const LlamaQuantizeOracle* {
-    const char* env = std::getenv("GGUFKIT_ORACLE_LIB_DIR");
-    const std::string dir = env && *env ? env : GGUFKIT_ORACLE_LIB_DIR;
-    const std::string path = dir + "/libllama.v0.4.0.so";
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* err = dlerror();
-      reason = "cannot load " + path + ": " + (err ? err : "dlopen failed");
-      return nullptr;
-    }
-    if (!dlsym(handle, "llama_model_quantize") || !dlsym(handle, "llama_model_quantize_default_params") ||
-        !dlsym(handle, "llama_backend_init")) {
-      reason = path + " lacks llama_model_quantize";
-      return nullptr;
-    }
+    void* handle = ggufkit::test::open_oracle_library(
+        "libllama.v0.4.0.so", {"llama_model_quantize", "llama_model_quantize_default_params", "llama_backend_init"},
+        &reason);
+    if (handle == nullptr) return nullptr;
     reinterpret_cast<void (*)()>(dlsym(handle, "llama_backend_init"))();
     if (auto log_set = reinterpret_cast<LogSet>(dlsym(handle, "llama_log_set"))) log_set(quiet, nullptr);
     auto* o = new LlamaQuantizeOracle();

@@ -4,28 +4,19 @@
 
 #include <cstdlib>
 
+#include "oracle_library.h"
+
 const QuantOracle* QuantOracle::get(std::string* why_not) {
   static std::string reason;
   static const QuantOracle* oracle = []() -> const QuantOracle* {
-    const char* env = std::getenv("GGUFKIT_ORACLE_LIB_DIR");
-    const std::string dir = env && *env ? env : GGUFKIT_ORACLE_LIB_DIR;
-    const std::string path = dir + "/libggml-base.so";
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* err = dlerror();
-      reason = "cannot load " + path + ": " + (err ? err : "dlopen failed");
-      return nullptr;
-    }
+    void* handle = ggufkit::test::open_oracle_library(
+        "libggml-base.so", {"ggml_get_type_traits", "ggml_quantize_chunk", "ggml_quantize_requires_imatrix"}, &reason);
+    if (handle == nullptr) return nullptr;
     auto* o = new QuantOracle();
     o->get_type_traits_ = reinterpret_cast<decltype(o->get_type_traits_)>(dlsym(handle, "ggml_get_type_traits"));
     o->quantize_chunk_ = reinterpret_cast<decltype(o->quantize_chunk_)>(dlsym(handle, "ggml_quantize_chunk"));
     o->requires_imatrix_ =
         reinterpret_cast<decltype(o->requires_imatrix_)>(dlsym(handle, "ggml_quantize_requires_imatrix"));
-    if (!o->get_type_traits_ || !o->quantize_chunk_ || !o->requires_imatrix_) {
-      reason = path + " lacks ggml_get_type_traits, ggml_quantize_chunk or ggml_quantize_requires_imatrix";
-      delete o;
-      return nullptr;
-    }
     return o;
   }();
   if (why_not) *why_not = reason;

@@ -1,0 +1,43 @@
+#include "oracle_library.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+namespace ggufkit::test {
+
+std::string oracle_library_dir() {
+  if (const char* env = std::getenv("GGUFKIT_ORACLE_LIB_DIR"); env != nullptr && *env != '\0') return env;
+#ifdef GGUFKIT_ORACLE_LIB_DIR
+  return GGUFKIT_ORACLE_LIB_DIR;
+#else
+  return {};
+#endif
+}
+
+void* open_oracle_library(const std::string& name, std::initializer_list<const char*> required,
+                          std::string* why_not) {
+  const auto fail = [&](std::string reason) -> void* {
+    if (why_not != nullptr) *why_not = std::move(reason);
+    return nullptr;
+  };
+  std::string path = oracle_library_dir();
+  if (path.empty()) {
+    return fail("oracle library directory unknown: set GGUFKIT_ORACLE_LIB_DIR to the directory holding " + name +
+                " (scripts/install-oracle.sh installs it)");
+  }
+  if (path.back() != '/') path.push_back('/');
+  path += name;
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* err = dlerror();
+    return fail("cannot load the oracle " + path + ": " + (err != nullptr ? err : "dlopen failed") +
+                " (run scripts/install-oracle.sh, or set GGUFKIT_ORACLE_LIB_DIR)");
+  }
+  for (const char* symbol : required) {
+    if (dlsym(handle, symbol) == nullptr) return fail(path + " lacks " + symbol);
+  }
+  return handle;
+}
+
+}  // namespace ggufkit::test
