@@ -89,6 +89,8 @@ verbs=$("$build/gguf" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {
 man_verbs=$(sed -n 's/^\.SS "gguf \([a-z-]*\) .*/\1/p' "$man" | sort | tr '\n' ' ')
 check "man page has a section for every verb of gguf --help" "$verbs" "$man_verbs"
 check "man page is what gguf --man-page prints" "$("$build/gguf" --man-page)" "$(cat "$man")"
+check "man page: flags have no value placeholder" "" "$(grep -F '\fI\fR' "$man")"
+check "man page: an option's value type" '\fB\-\-threads\fR \fIUINT\fR' "$(sed -n '/^\.SS "gguf quantize/,/^\.SS/p' "$man" | grep -F -m1 '\-\-threads')"
 if command -v groff >/dev/null 2>&1; then
   warnings=$(groff -man -Tutf8 -ww -z "$man" 2>&1)
   check "groff -ww finds nothing to warn about" "" "$warnings"
@@ -105,10 +107,18 @@ check "completion: options of a verb" "--dry-run " "$(complete_words gguf quanti
 check "completion: a preset as quantize's TYPE" "Q4_K_M Q4_K_S " "$(complete_words gguf quantize in.gguf out.gguf Q4_K_)"
 check "completion: after an option's value the positional count is right" "Q8_0 " \
   "$(complete_words gguf quantize --threads 2 in.gguf out.gguf Q8)"
+check "completion: flags take no value, so the positionals after one are counted right" "Q8_0 " \
+  "$(complete_words gguf quantize --pure in.gguf --dry-run out.gguf Q8)"
+check "completion: a flag's next word is an option or a positional, not its value" "--json " \
+  "$(complete_words gguf info --json a.gguf --js)"
 check "completion: file names for the input (bash's default)" "" "$(complete_words gguf quantize mod)"
 check "completion: an option's choices" "sha256 " "$(complete_words gguf hash --algorithm s)"
 check "completion: an IsMember option's choices" "f16 f32 " "$(complete_words gguf extract m.gguf -o x --type f)"
 check "completion: convert --outtype" "bf16 " "$(complete_words gguf convert dir out.gguf --outtype bf)"
+"$build/gguf" completion zsh > "$work/zsh.out" 2> "$work/zsh.err"
+check "gguf completion zsh: exit status 2 (only bash)" 2 $?
+check "gguf completion zsh: nothing on stdout" "" "$(cat "$work/zsh.out")"
+check "gguf completion zsh: the parser's message" "shell: zsh not in {bash}" "$(head -1 "$work/zsh.err")"
 check "completion: the script is what gguf completion bash prints" "$("$build/gguf" completion bash)" "$(cat "$completion")"
 
 echo "install: $((checks - failures)) passed, $failures failed"

@@ -20,7 +20,8 @@ std::vector<const CLI::Option*> visible_options(const CLI::App& cmd) {
   return cmd.get_options([](const CLI::Option* o) { return !o->get_group().empty(); });
 }
 
-bool takes_value(const CLI::Option& o) { return o.get_positional() || o.get_type_size() != 0; }
+// A flag has no type name (CLI11's own help shows a value placeholder exactly when there is one).
+bool takes_value(const CLI::Option& o) { return o.get_positional() || !o.get_type_name().empty(); }
 
 // "--output,-o" style names: long names first, as --help lists them.
 std::vector<std::string> option_names(const CLI::Option& o) {

@@ -13,7 +13,7 @@ namespace gguf_cli {
 Runner register_completion(CLI::App& app) {
   auto shell = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("completion", "Print the shell completion script (bash): verbs, options, types, files");
-  cmd->add_option("shell", *shell, "The shell")->required()->type_name("bash");
+  cmd->add_option("shell", *shell, "The shell (bash)")->required()->check(CLI::IsMember({"bash"}));
   cmd->footer("Example: source <(gguf completion bash)");
   return [&app, shell] { return write_result(bash_completion_script(app)); };
 }
