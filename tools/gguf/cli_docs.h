@@ -3,7 +3,7 @@
 // --help prints, so that neither can drift from the options the parser accepts.
 //
 // Values are completed from the option's type name: "TYPE" (a tensor type or a quantization
-// preset), a list "a|b|c" (those words), a number type (nothing); everything else falls back to
+// preset), a list "a|b|c" or a CLI::IsMember check (those words); everything else falls back to
 // file names.
 #pragma once
 
