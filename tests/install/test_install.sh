@@ -118,7 +118,8 @@ check "completion: convert --outtype" "bf16 " "$(complete_words gguf convert dir
 "$build/gguf" completion zsh > "$work/zsh.out" 2> "$work/zsh.err"
 check "gguf completion zsh: exit status 2 (only bash)" 2 $?
 check "gguf completion zsh: nothing on stdout" "" "$(cat "$work/zsh.out")"
-check "gguf completion zsh: the parser's message" "shell: zsh not in {bash}" "$(head -1 "$work/zsh.err")"
+check "gguf completion zsh: the parser's message" $'shell: zsh not in {bash}\nRun with --help for more information.' \
+  "$(cat "$work/zsh.err")"
 check "completion: the script is what gguf completion bash prints" "$("$build/gguf" completion bash)" "$(cat "$completion")"
 
 echo "install: $((checks - failures)) passed, $failures failed"
