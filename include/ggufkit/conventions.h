@@ -13,8 +13,6 @@ namespace ggufkit {
 
 namespace keys {
 inline constexpr std::string_view kArchitecture = "general.architecture";
-inline constexpr std::string_view kQuantizationVersion = "general.quantization_version";
-inline constexpr std::string_view kAlignment = "general.alignment";
 inline constexpr std::string_view kFileType = "general.file_type";
 inline constexpr std::string_view kType = "general.type";
 inline constexpr std::string_view kName = "general.name";

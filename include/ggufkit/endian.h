@@ -23,10 +23,6 @@
 
 namespace ggufkit {
 
-// The byte order of the machine running this code.
-ByteOrder native_byte_order();
-std::string_view byte_order_name(ByteOrder order);  // "little" or "big"
-
 // `count` consecutive numbers of `width` bytes, starting `offset` bytes into a block.
 struct SwapField {
   uint32_t offset;

@@ -15,23 +15,12 @@
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/format.h"
 #include "ggufkit/mapped_file.h"
 #include "ggufkit/tensor_types.h"
 #include "ggufkit/value.h"
 
 namespace ggufkit {
-
-inline constexpr char kGgufMagic[4] = {'G', 'G', 'U', 'F'};
-inline constexpr uint32_t kGgufVersionLatest = 3;
-inline constexpr uint32_t kDefaultAlignment = 32;
-inline constexpr uint64_t kMaxStringLength = uint64_t{1} << 30;  // llama.cpp's GGUF_MAX_STRING_LENGTH
-inline constexpr uint64_t kMaxArrayElements = uint64_t{1} << 30; // llama.cpp's GGUF_MAX_ARRAY_ELEMENTS
-inline constexpr size_t kMaxTensorNameBytes = 63;                // GGML_MAX_NAME - 1
-inline constexpr uint32_t kMaxDimensions = 4;                    // GGML_MAX_DIMS
-
-// The byte order a GGUF file was written in. Little-endian is the norm; big-endian files exist for
-// s390x (gguf-py's gguf_convert_endian.py writes them).
-enum class ByteOrder : uint8_t { little, big };
 
 struct OpenOptions {
   // Arrays of arrays deeper than this are rejected (llama.cpp accepts none; gguf-py writes them).
@@ -92,6 +81,10 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }
   // Where the tensor infos end, before padding.
   uint64_t header_size() const { return header_size_; }
+  // Whether the header is padded to the alignment: always when there are tensors; without tensors
+  // when the file is exactly its padded header (llama.cpp writes that; some gguf-py versions write
+  // the header alone). The one definition writers copy when they reproduce a file's layout.
+  bool header_padded() const;
   uint64_t file_size() const { return bytes_.size(); }
   std::span<const std::byte> bytes() const { return bytes_; }
   // The header [0, header_size()) as the metadata views see it: the file's own bytes when it is

@@ -21,10 +21,6 @@
 
 namespace ggufkit {
 
-inline constexpr std::string_view kSplitNoKey = "split.no";
-inline constexpr std::string_view kSplitCountKey = "split.count";
-inline constexpr std::string_view kSplitTensorsCountKey = "split.tensors.count";
-inline constexpr uint32_t kMaxShards = UINT16_MAX;  // split.count is a uint16
 
 // "PREFIX-00002-of-00005.gguf" for index 1 of 5 (llama_split_path; index is 0-based).
 std::string split_path(std::string_view prefix, uint32_t index, uint32_t count);

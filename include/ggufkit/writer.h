@@ -57,7 +57,7 @@ class GgufBuilder {
   const MetadataValue* find(std::string_view key) const;
   // The alignment general.alignment gives, or 32.
   uint32_t alignment() const;
-  Expected<void> set_alignment(uint32_t alignment) { return set("general.alignment", MetadataValue::of(alignment)); }
+  Expected<void> set_alignment(uint32_t alignment) { return set(keys::kAlignment, MetadataValue::of(alignment)); }
 
   // Tensors are written in the order they are added. The shape is in ggml order (ne0 first).
   // Spans are not copied: their bytes must live until the write (use the vector overload to hand
@@ -104,18 +104,14 @@ class GgufBuilder {
   Expected<void> add_tensor_impl(std::string_view name, TensorType type, std::span<const int64_t> shape,
                                  std::span<const std::byte> data, TensorProducer producer);
   void encode_header(std::vector<std::byte>& out, ByteOrder order = ByteOrder::little) const;  // without the padding
-  void encode_header_big_endian(std::vector<std::byte>& out) const;
   uint64_t header_padding(uint64_t unpadded, const WriteOptions& options) const;
 
   uint32_t version_ = kGgufVersionLatest;
   std::vector<Entry> kvs_;
   std::vector<Tensor> tensors_;
+  uint64_t data_bound_ = 0;  // the data section's size at the largest alignment (kept below 2^63)
   WriteOptions suggested_;
 };
-
-// Appends a value's encoding in byte order `order`: every ValueView holds a little-endian encoding
-// (a big-endian file's values are read through a swapped copy), so a big-endian one is swapped.
-void append_value_encoding(std::vector<std::byte>& out, const ValueView& value, ByteOrder order);
 
 // Writes `file` back out, atomically; `sync` fsyncs before the rename. Files laid out the way
 // llama.cpp's and gguf-py's writers lay them out (zero padding after every tensor) come back byte for

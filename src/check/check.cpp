@@ -102,12 +102,12 @@ std::vector<Shard> check_other_shards(const std::filesystem::path& path, const G
     const auto v = first.get(key);
     return v ? v->as_uint() : std::nullopt;
   };
-  const auto count = uint_of(kSplitCountKey);
+  const auto count = uint_of(keys::kSplitCount);
   if (!count || *count <= 1) return shards;
-  const KeyValue* count_kv = first.find(kSplitCountKey);
-  const auto no = uint_of(kSplitNoKey);
+  const KeyValue* count_kv = first.find(keys::kSplitCount);
+  const auto no = uint_of(keys::kSplitNo);
   if (no && *no != 0) {
-    out.warning("split.not_first_shard", kSplitNoKey, first.find(kSplitNoKey)->offset,
+    out.warning("split.not_first_shard", keys::kSplitNo, first.find(keys::kSplitNo)->offset,
                 fmt::format("this is shard {} of {}: only its structure was checked; check the first shard "
                             "(-00001-of-) to check the whole model",
                             *no + 1, *count));
@@ -117,7 +117,7 @@ std::vector<Shard> check_other_shards(const std::filesystem::path& path, const G
   const auto n = static_cast<uint32_t>(std::min<uint64_t>(*count, kMaxShards));
   const auto prefix = split_prefix(path.string(), 0, n);
   if (!prefix) {
-    out.error("split.bad_name", kSplitCountKey, count_kv->offset,
+    out.error("split.bad_name", keys::kSplitCount, count_kv->offset,
               fmt::format("split.count is {} but the file is not named PREFIX-00001-of-{:05}.gguf, so llama.cpp "
                           "cannot find the other shards: rename the shards as gguf split names them",
                           *count, n));

@@ -153,7 +153,7 @@ void check_required_metadata(const ModelUnderCheck& model, Findings& out) {
                 "gguf set FILE general.quantization_version 2 --type uint32 if the file is current");
   }
   if (const KeyValue* kv = model.find(keys::kQuantizationVersion)) {
-    if (const auto v = kv->value.as_uint(); v && *v != 2) {
+    if (const auto v = kv->value.as_uint(); v && *v != kQuantizationVersionCurrent) {
       out.warning("metadata.quantization_version", keys::kQuantizationVersion, kv->offset,
                   fmt::format("general.quantization_version is {}; llama.cpp's current block layouts are version 2",
                               *v));

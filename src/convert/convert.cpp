@@ -34,7 +34,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr uint32_t kQuantizationVersion = 2;          // GGML_QUANT_VERSION
 constexpr int64_t kValuesPerStep = int64_t{1} << 20;  // values converted at a time (4 MiB of floats)
 constexpr int64_t kMaxConfigValue = int64_t{1} << 31; // bound on sizes read from config.json
 constexpr std::string_view kConfigFile = "config.json";
@@ -664,7 +663,7 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
   if (auto r = plan_tensors(plan, *config, *spec, options); !r) return std::move(r).error();
   add_general_keys(plan, *config, model_dir);
   if (auto r = add_model_keys(plan, *config, *spec); !r) return std::move(r).error();
-  add_key(plan, std::string(keys::kQuantizationVersion), MetadataValue::of(kQuantizationVersion));
+  add_key(plan, std::string(keys::kQuantizationVersion), MetadataValue::of(kQuantizationVersionCurrent));
   if (options.tokenizer) {
     auto tokenizer = convert_hf_tokenizer(model_dir);
     if (!tokenizer) {

@@ -14,7 +14,6 @@
 namespace ggufkit {
 namespace {
 
-constexpr std::string_view kAlignmentKey = "general.alignment";
 
 bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
@@ -38,8 +37,8 @@ struct Side {
   std::vector<std::string_view> sorted_names;  // for has_tensor
 
   bool compared_key(std::string_view key) const {
-    if (key == kAlignmentKey) return false;
-    return !(split_keys_are_layout && (key == kSplitNoKey || key == kSplitCountKey || key == kSplitTensorsCountKey));
+    if (key == keys::kAlignment) return false;
+    return !(split_keys_are_layout && (key == keys::kSplitNo || key == keys::kSplitCount || key == keys::kSplitTensorsCount));
   }
   bool has_key(std::string_view key) const { return compared_key(key) && meta->find(key) != nullptr; }
   bool has_tensor(std::string_view name) const {

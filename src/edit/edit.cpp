@@ -20,6 +20,9 @@
 #include "ggufkit/conventions.h"
 #include "ggufkit/writer.h"
 
+#include "format/checked_math.h"
+#include "format/encoder.h"
+
 namespace ggufkit {
 namespace {
 
@@ -33,17 +36,6 @@ struct Entry {
   std::span<const std::byte> encoded;  // into the file or into `owned`
   std::shared_ptr<MetadataValue> owned;
 };
-
-// An integer of the header in the file's byte order.
-template <class T>
-void put(std::vector<std::byte>& out, T v, ByteOrder order) {
-  const auto* p = reinterpret_cast<const std::byte*>(&v);
-  const size_t at = out.size();
-  out.insert(out.end(), p, p + sizeof(T));
-  if (order != native_byte_order()) std::reverse(out.begin() + static_cast<ptrdiff_t>(at), out.end());
-}
-
-uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 Error edit_error(std::string subject, std::string message) {
   return make_error(ErrorCode::invalid_argument, 0, std::move(subject), std::move(message));
@@ -165,33 +157,24 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
 
   // The new header: the same prefix layout, the new key/value records, the tensor infos verbatim,
   // all in the file's byte order (the infos are copied from the file as stored).
-  const ByteOrder order = file.byte_order();
   std::vector<std::byte>& h = plan.header;
-  const auto magic = std::as_bytes(std::span(kGgufMagic));
-  h.insert(h.end(), magic.begin(), magic.end());
-  put<uint32_t>(h, file.version(), order);
-  put<uint64_t>(h, file.tensors().size(), order);
-  put<uint64_t>(h, entries.size(), order);
-  for (const Entry& e : entries) {
-    put<uint64_t>(h, e.key.size(), order);
-    const auto key = std::as_bytes(std::span(e.key));
-    h.insert(h.end(), key.begin(), key.end());
-    put<uint32_t>(h, static_cast<uint32_t>(e.type), order);
-    append_value_encoding(h, ValueView(e.type, e.encoded), order);
-  }
+  format::Encoder encoder(h, file.byte_order());
+  encoder.preamble(file.version(), file.tensors().size(), entries.size());
+  for (const Entry& e : entries) encoder.kv(e.key, e.type, e.encoded);
   const auto bytes = file.bytes();
   if (!file.tensors().empty()) {
     const uint64_t infos = file.tensors().front().info_offset;
-    h.insert(h.end(), bytes.begin() + static_cast<ptrdiff_t>(infos), bytes.begin() + static_cast<ptrdiff_t>(file.header_size()));
+    encoder.bytes(bytes.subspan(infos, file.header_size() - infos));
   }
   const uint64_t new_header_size = h.size();
 
   // Where the data section starts, before and after. A file without tensors ends with its header,
   // padded or not: keep that choice.
   const bool has_tensors = !file.tensors().empty();
-  const bool padded = has_tensors || file.file_size() > file.header_size();
   plan.old_data_offset = has_tensors ? file.data_offset() : file.file_size();
-  plan.new_data_offset = padded ? align_up(new_header_size, *alignment) : new_header_size;
+  const auto new_data_offset = file.header_padded() ? checked::align_up(new_header_size, *alignment) : new_header_size;
+  if (!new_data_offset) return edit_error({}, "the new header's size overflows");
+  plan.new_data_offset = *new_data_offset;
   h.resize(plan.new_data_offset, std::byte{0});
   plan.realign = has_tensors && *alignment != file.alignment();
 

@@ -8,6 +8,8 @@
 
 #include "ggufkit/writer.h"
 
+#include "format/encoder.h"
+
 namespace ggufkit {
 namespace {
 
@@ -62,30 +64,6 @@ std::span<const SwapField> fields_of(TensorType type, bool& known) {
   return {};
 }
 
-inline uint16_t byte_reversed(uint16_t v) { return __builtin_bswap16(v); }
-inline uint32_t byte_reversed(uint32_t v) { return __builtin_bswap32(v); }
-inline uint64_t byte_reversed(uint64_t v) { return __builtin_bswap64(v); }
-
-template <class U>
-void swap_elements(std::byte* p, size_t n) {
-  for (size_t i = 0; i < n; ++i, p += sizeof(U)) {
-    U v;
-    std::memcpy(&v, p, sizeof v);
-    v = byte_reversed(v);
-    std::memcpy(p, &v, sizeof v);
-  }
-}
-
-void swap_field(std::byte* p, uint32_t width, uint32_t count) {
-  switch (width) {
-    case 2: swap_elements<uint16_t>(p, count); return;
-    case 4: swap_elements<uint32_t>(p, count); return;
-    case 8: swap_elements<uint64_t>(p, count); return;
-    default:
-      for (uint32_t i = 0; i < count; ++i, p += width) std::reverse(p, p + width);
-  }
-}
-
 // Whole blocks, layout known.
 void swap_blocks(const BlockSwapLayout& layout, std::span<std::byte> data) {
   if (layout.fields.empty()) return;
@@ -97,7 +75,7 @@ void swap_blocks(const BlockSwapLayout& layout, std::span<std::byte> data) {
     std::byte* p = data.data();
     while (left > 0) {  // count is 32-bit: go in slices
       const auto n = static_cast<uint32_t>(std::min<size_t>(left, uint32_t{1} << 30));
-      swap_field(p, width, n);
+      format::byte_swap_run(p, width, n);
       p += uint64_t{n} * width;
       left -= n;
     }
@@ -106,7 +84,7 @@ void swap_blocks(const BlockSwapLayout& layout, std::span<std::byte> data) {
   const uint64_t blocks = data.size() / layout.block_bytes;
   std::byte* block = data.data();
   for (uint64_t b = 0; b < blocks; ++b, block += layout.block_bytes) {
-    for (const SwapField& f : layout.fields) swap_field(block + f.offset, f.width, f.count);
+    for (const SwapField& f : layout.fields) format::byte_swap_run(block + f.offset, f.width, f.count);
   }
 }
 
@@ -118,11 +96,6 @@ Error unknown_layout(TensorType type) {
 
 }  // namespace
 
-ByteOrder native_byte_order() {
-  return std::endian::native == std::endian::big ? ByteOrder::big : ByteOrder::little;
-}
-
-std::string_view byte_order_name(ByteOrder order) { return order == ByteOrder::big ? "big" : "little"; }
 
 std::optional<BlockSwapLayout> block_swap_layout(TensorType type) {
   const TypeTraits* traits = find_type_traits(static_cast<uint32_t>(type));
@@ -226,8 +199,7 @@ Expected<void> convert_endian(const GgufFile& in, const std::filesystem::path& o
   WriteOptions write_options;
   // Files without tensors: keep the source's header padding choice (as GgufBuilder::from_file).
   if (in.tensors().empty()) {
-    const uint64_t padded = (in.header_size() + in.alignment() - 1) / in.alignment() * in.alignment();
-    write_options.pad_header_without_tensors = in.file_size() != in.header_size() && in.file_size() == padded;
+    write_options.pad_header_without_tensors = in.header_padded();
   }
   write_options.byte_order = to;
   write_options.sync = options.sync;

@@ -33,7 +33,6 @@ namespace {
 
 constexpr int64_t kValuesPerStep = int64_t{1} << 22;  // values converted per step of the writer's stream
 constexpr int64_t kValuesPerTask = int64_t{1} << 15;  // values a thread widens to float32 at a time (128 KiB)
-constexpr uint32_t kQuantizationVersion = 2;          // GGML_QNT_VERSION
 
 Error cancelled() { return make_error(ErrorCode::io_error, 0, {}, "cancelled"); }
 
@@ -297,8 +296,8 @@ Expected<void> add_output_metadata(GgufBuilder& b, const GgufFile& input, const 
       if (auto r = b.set(kv.key, MetadataValue::copy_of(kv.value)); !r) return r;
     }
     // As llama.cpp: split keys go, and the two quantization keys move to the end with new values.
-    for (std::string_view key : {"split.no", "split.count", "split.tensors.count"}) b.remove(key);
-    if (auto r = set_at_end(b, keys::kQuantizationVersion, MetadataValue::of<uint32_t>(kQuantizationVersion)); !r) return r;
+    for (std::string_view key : {keys::kSplitNo, keys::kSplitCount, keys::kSplitTensorsCount}) b.remove(key);
+    if (auto r = set_at_end(b, keys::kQuantizationVersion, MetadataValue::of<uint32_t>(kQuantizationVersionCurrent)); !r) return r;
     if (auto r = set_at_end(b, keys::kFileType, MetadataValue::of<uint32_t>(options.file_type)); !r) return r;
     // --override-kv, then llama-quantize's own overrides naming the importance matrix.
     for (const MetadataOverride& o : options.metadata_overrides) {
@@ -318,10 +317,10 @@ Expected<void> add_output_metadata(GgufBuilder& b, const GgufFile& input, const 
     }
   }
   if (plan.shard_count > 1) {
-    if (auto r = set_at_end(b, "split.no", MetadataValue::of<uint16_t>(static_cast<uint16_t>(shard))); !r) return r;
-    if (auto r = set_at_end(b, "split.count", MetadataValue::of<uint16_t>(static_cast<uint16_t>(plan.shard_count))); !r) return r;
+    if (auto r = set_at_end(b, keys::kSplitNo, MetadataValue::of<uint16_t>(static_cast<uint16_t>(shard))); !r) return r;
+    if (auto r = set_at_end(b, keys::kSplitCount, MetadataValue::of<uint16_t>(static_cast<uint16_t>(plan.shard_count))); !r) return r;
     const auto all = static_cast<int32_t>(plan.tensors.size());
-    if (auto r = set_at_end(b, "split.tensors.count", MetadataValue::of<int32_t>(all)); !r) return r;
+    if (auto r = set_at_end(b, keys::kSplitTensorsCount, MetadataValue::of<int32_t>(all)); !r) return r;
   }
   return {};
 }

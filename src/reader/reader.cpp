@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "format/checked_math.h"
+#include "format/encoder.h"
 
 namespace ggufkit {
 
@@ -22,15 +23,6 @@ constexpr uint64_t kHeaderBytes = 24;          // magic, version, tensor count, 
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;   // key length, 1-byte key, type, uint8 value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 constexpr uint64_t kArrayHeaderBytes = 12;
-
-template <class T>
-T byte_swapped(T v) {
-  std::array<std::byte, sizeof(T)> b;
-  std::memcpy(b.data(), &v, sizeof v);
-  std::reverse(b.begin(), b.end());
-  std::memcpy(&v, b.data(), sizeof v);
-  return v;
-}
 
 std::string printable(std::string_view s) {
   std::string out;
@@ -87,12 +79,7 @@ class Parser {
     f.byte_order_ = ByteOrder::big;
     f.swapped_header_.assign(base_, base_ + f.header_size_);
     std::byte* copy = f.swapped_header_.data();
-    for (const SwapRun& run : swaps_) {
-      for (uint64_t i = 0; i < run.count; ++i) {
-        std::byte* p = copy + run.offset + i * run.width;
-        std::reverse(p, p + run.width);
-      }
-    }
+    for (const SwapRun& run : swaps_) format::byte_swap_run(copy + run.offset, run.width, run.count);
     const auto moved = [&](const void* p) { return copy + (static_cast<const std::byte*>(p) - base_); };
     for (KeyValue& kv : f.kvs_) {
       kv.key = std::string_view(reinterpret_cast<const char*>(moved(kv.key.data())), kv.key.size());
@@ -129,7 +116,7 @@ class Parser {
     prefetch_to(pos_ + sizeof(T));
     T v = detail::load<T>(base_ + pos_);
     if (swap_) {
-      v = byte_swapped(v);
+      v = format::byte_swap(v);
       note_swap(pos_, sizeof(T));
     }
     pos_ += sizeof(T);
@@ -172,7 +159,7 @@ class Parser {
     if (v == 0) return make_error(ErrorCode::unsupported_version, 4, {}, "GGUF version 0 does not exist");
     if ((v & 0xFFFFu) == 0) {
       // As llama.cpp and gguf-py decide: a version whose low half is zero is a byte-swapped one.
-      const uint32_t swapped = byte_swapped(v);
+      const uint32_t swapped = format::byte_swap(v);
       if (swapped < 1 || swapped > kGgufVersionLatest) {
         return make_error(ErrorCode::unsupported_version, 4, {},
                           fmt::format("version {:#x} is not a GGUF version (byte-swapped or corrupt)", v));
@@ -267,7 +254,7 @@ class Parser {
         prefetch_to(pos_ + 8);
         uint64_t len = detail::load_u64(base_ + pos_);
         if (swap_) {
-          len = byte_swapped(len);
+          len = format::byte_swap(len);
           note_swap(pos_, 8);
         }
         if (len > kMaxStringLength) {
@@ -370,13 +357,13 @@ class Parser {
   }
 
   Expected<void> resolve_alignment(GgufFile& f) {
-    const KeyValue* kv = f.find("general.alignment");
+    const KeyValue* kv = f.find(keys::kAlignment);
     if (kv == nullptr) return {};
     if (kv->value.type() != ValueType::UInt32) {
       return recoverable(make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
                         fmt::format("general.alignment must be a uint32, not {}", value_type_name(kv->value.type()))));
     }
-    const uint32_t a = swap_ ? byte_swapped(*kv->value.get<uint32_t>()) : *kv->value.get<uint32_t>();
+    const uint32_t a = swap_ ? format::byte_swap(*kv->value.get<uint32_t>()) : *kv->value.get<uint32_t>();
     if (!checked::is_power_of_two(a)) {
       return recoverable(make_error(ErrorCode::bad_alignment, kv->offset, std::string(kv->key),
                                     fmt::format("alignment {} is not a power of two", a)));
@@ -580,6 +567,12 @@ Expected<GgufFile> GgufFile::open(const std::filesystem::path& path, const OpenO
   if (auto r = parser.run(f); !r) return std::move(r).error();
   f.mapping_ = std::move(owned);
   return f;
+}
+
+bool GgufFile::header_padded() const {
+  if (!tensors_.empty()) return true;
+  const auto padded = checked::align_up(header_size_, alignment_);
+  return padded && file_size() == *padded && file_size() != header_size_;
 }
 
 const KeyValue* GgufFile::find(std::string_view key) const {

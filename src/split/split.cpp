@@ -16,7 +16,7 @@ namespace {
 constexpr uint64_t kSizeCountingAlignment = 32;
 
 bool is_split_key(std::string_view key) {
-  return key == kSplitNoKey || key == kSplitCountKey || key == kSplitTensorsCountKey;
+  return key == keys::kSplitNo || key == keys::kSplitCount || key == keys::kSplitTensorsCount;
 }
 
 Error split_error(std::string subject, std::string message) {
@@ -43,13 +43,6 @@ Expected<void> copy_metadata(const GgufFile& from, GgufBuilder& to) {
     if (auto r = to.set(kv.key, MetadataValue::copy_of(kv.value)); !r) return r;
   }
   return {};
-}
-
-// Whether a file without tensors has its header padded (copied from the source's choice).
-bool pads_header_without_tensors(const GgufFile& file) {
-  const uint64_t a = file.alignment();
-  const uint64_t padded = (file.header_size() + a - 1) / a * a;
-  return file.file_size() != file.header_size() && file.file_size() == padded;
 }
 
 }  // namespace
@@ -156,7 +149,7 @@ Expected<SplitPlan> plan_split(const GgufFile& input, std::string_view prefix, c
     auto b = shard_builder(input, plan, i);
     if (!b) return std::move(b).error();
     WriteOptions options;
-    options.pad_header_without_tensors = pads_header_without_tensors(input);
+    options.pad_header_without_tensors = input.header_padded();
     options.byte_order = input.byte_order();
     plan.shards[i].file_bytes = b->file_bytes(options);
   }
@@ -173,9 +166,9 @@ Expected<GgufBuilder> shard_builder(const GgufFile& input, const SplitPlan& plan
   }
   // llama-gguf-split sets split.count last (its first value is a placeholder it replaces, which
   // moves the key to the end): this order is the one its shards have.
-  auto r = b.set(kSplitNoKey, MetadataValue::of(static_cast<uint16_t>(index)));
-  if (r) r = b.set(kSplitTensorsCountKey, MetadataValue::of(static_cast<int32_t>(input.tensors().size())));
-  if (r) r = b.set(kSplitCountKey, MetadataValue::of(static_cast<uint16_t>(plan.shards.size())));
+  auto r = b.set(keys::kSplitNo, MetadataValue::of(static_cast<uint16_t>(index)));
+  if (r) r = b.set(keys::kSplitTensorsCount, MetadataValue::of(static_cast<int32_t>(input.tensors().size())));
+  if (r) r = b.set(keys::kSplitCount, MetadataValue::of(static_cast<uint16_t>(plan.shards.size())));
   if (!r) return r.error();
   const auto tensors = input.tensors();
   if (shard.first_tensor + shard.tensor_count > tensors.size()) {
@@ -199,7 +192,7 @@ Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const S
   }
   WriteOptions write_options;
   write_options.sync = options.sync;
-  write_options.pad_header_without_tensors = pads_header_without_tensors(input);
+  write_options.pad_header_without_tensors = input.header_padded();
   // Shard headers in the input's byte order: the tensor bytes are copied as stored.
   write_options.byte_order = input.byte_order();
   std::vector<std::string> written;
@@ -229,7 +222,7 @@ Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const O
   if (!first) return std::move(first).error();
   SplitModel model;
   const std::string first_path = path.string();
-  auto count = split_key<uint16_t>(*first, kSplitCountKey, first_path);
+  auto count = split_key<uint16_t>(*first, keys::kSplitCount, first_path);
   if (!count) return std::move(count).error();
   const uint32_t n = count->value_or(0);
   model.shards_.reserve(std::max<uint32_t>(n, 1));  // `head` below stays valid
@@ -238,11 +231,11 @@ Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const O
 
   if (n > 1) {
     const GgufFile& head = model.shards_.front();
-    auto no = split_key<uint16_t>(head, kSplitNoKey, first_path);
+    auto no = split_key<uint16_t>(head, keys::kSplitNo, first_path);
     if (!no) return std::move(no).error();
-    if (!*no) return split_error(std::string(kSplitNoKey), fmt::format("{}: a shard without split.no", first_path));
+    if (!*no) return split_error(std::string(keys::kSplitNo), fmt::format("{}: a shard without split.no", first_path));
     if (**no != 0) {
-      return split_error(std::string(kSplitNoKey),
+      return split_error(std::string(keys::kSplitNo),
                          fmt::format("{} is shard {} of {}; open the first one, {}", first_path, **no + 1, n,
                                      split_path(split_prefix(first_path, **no, n).value_or("PREFIX"), 0, n)));
     }
@@ -259,23 +252,23 @@ Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const O
         if (e.code == ErrorCode::io_error) e.message = fmt::format("shard {} of {}, {}: {}", i + 1, n, p, e.message);
         return e;
       }
-      auto shard_no = split_key<uint16_t>(*shard, kSplitNoKey, p);
+      auto shard_no = split_key<uint16_t>(*shard, keys::kSplitNo, p);
       if (!shard_no) return std::move(shard_no).error();
       if (*shard_no != std::optional<uint16_t>(static_cast<uint16_t>(i))) {
-        return split_error(std::string(kSplitNoKey),
+        return split_error(std::string(keys::kSplitNo),
                            *shard_no ? fmt::format("{}: split.no is {}, the name says {}", p, **shard_no, i)
                                      : fmt::format("{}: the shard has no split.no", p));
       }
-      auto shard_count = split_key<uint16_t>(*shard, kSplitCountKey, p);
+      auto shard_count = split_key<uint16_t>(*shard, keys::kSplitCount, p);
       if (!shard_count) return std::move(shard_count).error();
       if (*shard_count != std::optional<uint16_t>(static_cast<uint16_t>(n))) {
-        return split_error(std::string(kSplitCountKey),
+        return split_error(std::string(keys::kSplitCount),
                            fmt::format("{}: split.count is {}, the first shard says {}", p,
                                        *shard_count ? fmt::format("{}", **shard_count) : "missing", n));
       }
       // Metadata outside the first shard is ignored by llama.cpp: it must agree with the first.
       for (const KeyValue& kv : shard->metadata()) {
-        if (kv.key == kSplitNoKey || kv.key == kSplitCountKey) continue;
+        if (kv.key == keys::kSplitNo || kv.key == keys::kSplitCount) continue;
         const KeyValue* mine = head.find(kv.key);
         if (mine == nullptr || mine->value.type() != kv.value.type() ||
             !std::ranges::equal(mine->value.encoded(), kv.value.encoded())) {
@@ -307,10 +300,10 @@ Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const O
     }
   }
   if (n > 1) {
-    auto expected = split_key<int32_t>(model.shards_.front(), kSplitTensorsCountKey, first_path);
+    auto expected = split_key<int32_t>(model.shards_.front(), keys::kSplitTensorsCount, first_path);
     if (!expected) return std::move(expected).error();
     if (!*expected || **expected < 0 || static_cast<size_t>(**expected) != model.tensors_.size()) {
-      return split_error(std::string(kSplitTensorsCountKey),
+      return split_error(std::string(keys::kSplitTensorsCount),
                          fmt::format("{}: split.tensors.count is {}, the {} shards hold {} tensors", first_path,
                                      *expected ? fmt::format("{}", **expected) : "missing", n, model.tensors_.size()));
     }
@@ -374,7 +367,7 @@ Expected<void> write_merged(const SplitModel& model, const std::filesystem::path
   if (!b) return std::move(b).error();
   WriteOptions o = options;
   o.byte_order = model.metadata_file().byte_order();  // merge_builder checked every shard agrees
-  if (model.tensors().empty()) o.pad_header_without_tensors = pads_header_without_tensors(model.metadata_file());
+  if (model.tensors().empty()) o.pad_header_without_tensors = model.metadata_file().header_padded();
   return b->write_file(out, o);
 }
 

@@ -6,64 +6,18 @@
 #include <fmt/format.h>
 
 #include "format/checked_math.h"
+#include "format/encoder.h"
 #include "ggufkit/atomic_file.h"
 
 namespace ggufkit {
 namespace {
 
-void put_bytes(std::vector<std::byte>& out, const void* p, size_t n) {
-  const auto* b = static_cast<const std::byte*>(p);
-  out.insert(out.end(), b, b + n);
-}
-template <class T>
-void put(std::vector<std::byte>& out, T v) {
-  put_bytes(out, &v, sizeof v);
-}
-void put_string(std::vector<std::byte>& out, std::string_view s) {
-  put<uint64_t>(out, s.size());
-  put_bytes(out, s.data(), s.size());
-}
+// The largest alignment general.alignment can give (a uint32 power of two).
+constexpr uint64_t kMaxAlignment = uint64_t{1} << 31;
 
-// Big-endian headers: every integer of the header and of the metadata values reversed.
-template <class T>
-void put_ordered(std::vector<std::byte>& out, T v, ByteOrder order) {
-  const size_t at = out.size();
-  put(out, v);
-  if (order == ByteOrder::big) std::reverse(out.begin() + static_cast<ptrdiff_t>(at), out.end());
-}
-void put_string_ordered(std::vector<std::byte>& out, std::string_view s, ByteOrder order) {
-  put_ordered<uint64_t>(out, s.size(), order);
-  put_bytes(out, s.data(), s.size());
-}
-
-// Appends a well-formed little-endian value encoding with every multi-byte field swapped; returns
-// where the value ended in `in`.
-size_t put_value_swapped(std::vector<std::byte>& out, ValueType type, std::span<const std::byte> in) {
-  const auto put_swapped_run = [&](size_t at, size_t width, uint64_t count) {
-    for (uint64_t i = 0; i < count; ++i) {
-      const size_t start = out.size();
-      put_bytes(out, in.data() + at + i * width, width);
-      std::reverse(out.begin() + static_cast<ptrdiff_t>(start), out.end());
-    }
-    return at + static_cast<size_t>(count) * width;
-  };
-  if (is_fixed_size(type)) return put_swapped_run(0, value_type_size(type), 1);
-  if (type == ValueType::String) {
-    const uint64_t n = detail::load_u64(in.data());
-    put_swapped_run(0, 8, 1);
-    put_bytes(out, in.data() + 8, static_cast<size_t>(n));
-    return 8 + static_cast<size_t>(n);
-  }
-  const auto elem = static_cast<ValueType>(detail::load<uint32_t>(in.data()));
-  const uint64_t count = detail::load_u64(in.data() + 4);
-  put_swapped_run(0, 4, 1);
-  size_t at = put_swapped_run(4, 8, 1);
-  if (is_fixed_size(elem)) return put_swapped_run(at, value_type_size(elem), count);
-  for (uint64_t i = 0; i < count; ++i) at += put_value_swapped(out, elem, in.subspan(at));
-  return at;
-}
-
-uint64_t padded(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+// add_tensor keeps the data section, padded at the largest alignment, below 2^63 bytes, so the
+// checked result is always there.
+uint64_t padded(uint64_t n, uint64_t alignment) { return checked::align_up(n, alignment).value(); }
 
 const std::byte kZeros[4096] = {};
 
@@ -86,13 +40,11 @@ GgufBuilder GgufBuilder::from_file(const GgufFile& file) {
   }
   for (const TensorInfo& t : file.tensors()) {
     b.tensors_.push_back(Tensor{std::string(t.name), t.type, t.n_dims, t.ne, t.size, file.tensor_data(t), {}, {}});
+    const auto padded_size = checked::align_up(t.size, kMaxAlignment);  // inside the file: far below 2^63
+    b.data_bound_ = padded_size ? checked::add(b.data_bound_, *padded_size).value_or(UINT64_MAX) : UINT64_MAX;
   }
   b.suggested_.byte_order = file.byte_order();
-  // Files without tensors: llama.cpp pads the header, some gguf-py versions do not.
-  if (file.tensors().empty()) {
-    b.suggested_.pad_header_without_tensors =
-        file.file_size() != file.header_size() && file.file_size() == padded(file.header_size(), file.alignment());
-  }
+  b.suggested_.pad_header_without_tensors = file.header_padded();
   return b;
 }
 
@@ -102,7 +54,7 @@ Expected<void> GgufBuilder::set(std::string_view key, MetadataValue value) {
   if (!value.well_formed()) {
     return make_error(ErrorCode::invalid_argument, 0, std::string(key), "the value holds no well-formed encoding");
   }
-  if (key == "general.alignment") {
+  if (key == keys::kAlignment) {
     const auto a = value.view().get<uint32_t>();
     if (!a || !checked::is_power_of_two(*a)) {
       return make_error(ErrorCode::bad_alignment, 0, std::string(key), "general.alignment must be a uint32 power of two");
@@ -133,7 +85,7 @@ const MetadataValue* GgufBuilder::find(std::string_view key) const {
 }
 
 uint32_t GgufBuilder::alignment() const {
-  const MetadataValue* v = find("general.alignment");
+  const MetadataValue* v = find(keys::kAlignment);
   return v ? v->view().get<uint32_t>().value_or(kDefaultAlignment) : kDefaultAlignment;
 }
 
@@ -208,60 +160,28 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
   const auto size = checked::mul(elements / traits->block_size, traits->block_bytes);
   if (!size) return make_error(ErrorCode::shape_overflow, 0, subject, "size in bytes overflows");
   t.size = *size;
+  const auto padded_size = checked::align_up(t.size, kMaxAlignment);
+  const auto bound = padded_size ? checked::add(data_bound_, *padded_size) : std::nullopt;
+  if (!bound || *bound > static_cast<uint64_t>(INT64_MAX)) {
+    return make_error(ErrorCode::shape_overflow, 0, subject, "the data section would pass 2^63 bytes");
+  }
   if (!t.producer && data.size() != t.size) {
     return make_error(ErrorCode::invalid_argument, 0, subject,
                       fmt::format("data is {} bytes; the shape and type need {}", data.size(), t.size));
   }
   tensors_.push_back(std::move(t));
+  data_bound_ = *bound;
   return {};
 }
 
 void GgufBuilder::encode_header(std::vector<std::byte>& out, ByteOrder order) const {
-  if (order == ByteOrder::big) {
-    encode_header_big_endian(out);
-    return;
-  }
-  put_bytes(out, kGgufMagic, 4);
-  put<uint32_t>(out, version_);
-  put<int64_t>(out, static_cast<int64_t>(tensors_.size()));
-  put<int64_t>(out, static_cast<int64_t>(kvs_.size()));
-  for (const Entry& e : kvs_) {
-    put_string(out, e.key);
-    put<uint32_t>(out, static_cast<uint32_t>(e.value.type()));
-    put_bytes(out, e.value.encoded().data(), e.value.encoded().size());
-  }
+  format::Encoder e(out, order);
+  e.preamble(version_, tensors_.size(), kvs_.size());
+  for (const Entry& kv : kvs_) e.kv(kv.key, kv.value.type(), kv.value.encoded());
   const uint64_t alignment = this->alignment();
   uint64_t offset = 0;
   for (const Tensor& t : tensors_) {
-    put_string(out, t.name);
-    put<uint32_t>(out, t.n_dims);
-    for (uint32_t d = 0; d < t.n_dims; ++d) put<int64_t>(out, t.ne[d]);
-    put<int32_t>(out, static_cast<int32_t>(t.type));
-    put<uint64_t>(out, offset);
-    offset += padded(t.size, alignment);
-  }
-}
-
-// The same layout with every integer big-endian (the little-endian path above stays untouched).
-void GgufBuilder::encode_header_big_endian(std::vector<std::byte>& out) const {
-  constexpr ByteOrder big = ByteOrder::big;
-  put_bytes(out, kGgufMagic, 4);
-  put_ordered<uint32_t>(out, version_, big);
-  put_ordered<int64_t>(out, static_cast<int64_t>(tensors_.size()), big);
-  put_ordered<int64_t>(out, static_cast<int64_t>(kvs_.size()), big);
-  for (const Entry& e : kvs_) {
-    put_string_ordered(out, e.key, big);
-    put_ordered<uint32_t>(out, static_cast<uint32_t>(e.value.type()), big);
-    put_value_swapped(out, e.value.type(), e.value.encoded());
-  }
-  const uint64_t alignment = this->alignment();
-  uint64_t offset = 0;
-  for (const Tensor& t : tensors_) {
-    put_string_ordered(out, t.name, big);
-    put_ordered<uint32_t>(out, t.n_dims, big);
-    for (uint32_t d = 0; d < t.n_dims; ++d) put_ordered<int64_t>(out, t.ne[d], big);
-    put_ordered<int32_t>(out, static_cast<int32_t>(t.type), big);
-    put_ordered<uint64_t>(out, offset, big);
+    e.tensor_info(t.name, std::span(t.ne.data(), t.n_dims), static_cast<int32_t>(t.type), offset);
     offset += padded(t.size, alignment);
   }
 }
@@ -317,14 +237,6 @@ Expected<void> GgufBuilder::write_file(const std::filesystem::path& path, const 
   if (!file) return std::move(file).error();
   if (auto r = write(**file, options); !r) return r;  // the temporary file is removed on return
   return (*file)->commit(options.sync);
-}
-
-void append_value_encoding(std::vector<std::byte>& out, const ValueView& value, ByteOrder order) {
-  if (order == ByteOrder::big) {
-    put_value_swapped(out, value.type(), value.encoded());
-  } else {
-    put_bytes(out, value.encoded().data(), value.encoded().size());
-  }
 }
 
 Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path, bool sync) {

@@ -63,16 +63,16 @@ inline void round_trip(const fs::path& path, const SplitLimits& limits, size_t m
     ASSERT_TRUE(shard) << shard.error().describe();
     EXPECT_EQ(shard->file_size(), sp.file_bytes);
     EXPECT_EQ(shard->version(), in->version());
-    EXPECT_EQ(shard->get(kSplitNoKey)->get<uint16_t>(), i);
-    EXPECT_EQ(shard->get(kSplitCountKey)->get<uint16_t>(), n);
-    EXPECT_EQ(shard->get(kSplitTensorsCountKey)->get<int32_t>(), static_cast<int32_t>(in->tensors().size()));
+    EXPECT_EQ(shard->get(keys::kSplitNo)->get<uint16_t>(), i);
+    EXPECT_EQ(shard->get(keys::kSplitCount)->get<uint16_t>(), n);
+    EXPECT_EQ(shard->get(keys::kSplitTensorsCount)->get<int32_t>(), static_cast<int32_t>(in->tensors().size()));
     // The model's metadata is in the first shard only, in the input's order, split keys last.
     const size_t expected_kvs = i == 0 ? in->metadata().size() + 3 : 3;
     ASSERT_EQ(shard->metadata().size(), expected_kvs);
     const auto md = shard->metadata();
-    EXPECT_EQ(md[expected_kvs - 3].key, kSplitNoKey);
-    EXPECT_EQ(md[expected_kvs - 2].key, kSplitTensorsCountKey);
-    EXPECT_EQ(md[expected_kvs - 1].key, kSplitCountKey);
+    EXPECT_EQ(md[expected_kvs - 3].key, keys::kSplitNo);
+    EXPECT_EQ(md[expected_kvs - 2].key, keys::kSplitTensorsCount);
+    EXPECT_EQ(md[expected_kvs - 1].key, keys::kSplitCount);
     for (size_t k = 0; i == 0 && k < in->metadata().size(); ++k) {
       EXPECT_EQ(md[k].key, in->metadata()[k].key);
       EXPECT_TRUE(std::ranges::equal(md[k].value.encoded(), in->metadata()[k].value.encoded()));

@@ -164,25 +164,25 @@ TEST_F(BrokenSplit, MissingShard) {
 }
 
 TEST_F(BrokenSplit, WrongSplitNumber) {
-  rewrite(2, [](GgufBuilder& b) { ASSERT_TRUE(b.set(kSplitNoKey, MetadataValue::of(uint16_t{1}))); });
-  EXPECT_EQ(open_error().subject, kSplitNoKey);
+  rewrite(2, [](GgufBuilder& b) { ASSERT_TRUE(b.set(keys::kSplitNo, MetadataValue::of(uint16_t{1}))); });
+  EXPECT_EQ(open_error().subject, keys::kSplitNo);
 }
 
 TEST_F(BrokenSplit, SplitKeyOfTheWrongType) {
-  rewrite(1, [](GgufBuilder& b) { ASSERT_TRUE(b.set(kSplitNoKey, MetadataValue::of(uint32_t{1}))); });
+  rewrite(1, [](GgufBuilder& b) { ASSERT_TRUE(b.set(keys::kSplitNo, MetadataValue::of(uint32_t{1}))); });
   EXPECT_NE(open_error().message.find("uint16"), std::string::npos);
 }
 
 TEST_F(BrokenSplit, DisagreeingSplitCount) {
   rewrite(1, [&](GgufBuilder& b) {
-    ASSERT_TRUE(b.set(kSplitCountKey, MetadataValue::of(static_cast<uint16_t>(split_.plan.shards.size() + 1))));
+    ASSERT_TRUE(b.set(keys::kSplitCount, MetadataValue::of(static_cast<uint16_t>(split_.plan.shards.size() + 1))));
   });
-  EXPECT_EQ(open_error().subject, kSplitCountKey);
+  EXPECT_EQ(open_error().subject, keys::kSplitCount);
 }
 
 TEST_F(BrokenSplit, WrongTensorTotal) {
-  rewrite(0, [](GgufBuilder& b) { ASSERT_TRUE(b.set(kSplitTensorsCountKey, MetadataValue::of(int32_t{3}))); });
-  EXPECT_EQ(open_error().subject, kSplitTensorsCountKey);
+  rewrite(0, [](GgufBuilder& b) { ASSERT_TRUE(b.set(keys::kSplitTensorsCount, MetadataValue::of(int32_t{3}))); });
+  EXPECT_EQ(open_error().subject, keys::kSplitTensorsCount);
 }
 
 TEST_F(BrokenSplit, ConflictingMetadataInALaterShard) {
@@ -215,9 +215,9 @@ TEST_F(BrokenSplit, DuplicateTensorAcrossShards) {
   // Shard 2 gets a copy of shard 1's first tensor in place of its own first.
   rewrite(1, [&](GgufBuilder& b) {
     GgufBuilder fresh;
-    ASSERT_TRUE(fresh.set(kSplitNoKey, MetadataValue::of(uint16_t{1})));
-    ASSERT_TRUE(fresh.set(kSplitTensorsCountKey, *b.find(kSplitTensorsCountKey)));
-    ASSERT_TRUE(fresh.set(kSplitCountKey, *b.find(kSplitCountKey)));
+    ASSERT_TRUE(fresh.set(keys::kSplitNo, MetadataValue::of(uint16_t{1})));
+    ASSERT_TRUE(fresh.set(keys::kSplitTensorsCount, *b.find(keys::kSplitTensorsCount)));
+    ASSERT_TRUE(fresh.set(keys::kSplitCount, *b.find(keys::kSplitCount)));
     const ShardPlan& sp = split_.plan.shards[1];
     const TensorInfo& dup = input_->tensors()[0];
     ASSERT_TRUE(fresh.add_tensor(dup.name, dup.type, dup.shape(), input_->tensor_data(dup)));

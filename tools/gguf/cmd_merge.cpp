@@ -39,7 +39,7 @@ int run_merge(const MergeArgs& args) {
     report_error(args.first, model.error());
     return kUsageOrIoError;
   }
-  if (!model->metadata_file().find(ggufkit::kSplitCountKey)) {
+  if (!model->metadata_file().find(ggufkit::keys::kSplitCount)) {
     fmt::print(stderr, "gguf: merge: {} is not a split model (it has no split.count)\n", args.first);
     return kUsageOrIoError;
   }

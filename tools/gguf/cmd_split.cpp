@@ -72,7 +72,7 @@ int run_split(const SplitArgs& args) {
   }
   const auto input = open_or_report(args.input);
   if (!input) return kUsageOrIoError;
-  if (const auto count = input->get(ggufkit::kSplitCountKey); count && count->as_uint().value_or(0) > 1) {
+  if (const auto count = input->get(ggufkit::keys::kSplitCount); count && count->as_uint().value_or(0) > 1) {
     fmt::print(stderr, "gguf: split: {} is a shard of a split model; merge it first (gguf merge)\n", args.input);
     return kUsageOrIoError;
   }
