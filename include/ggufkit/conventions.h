@@ -51,12 +51,20 @@ struct FileTypeInfo {
   std::string_view name;         // "MOSTLY_Q4_K_M"
   std::string_view description;  // "Q4_K - Medium", as llama.cpp prints it
   bool removed;                  // ids llama.cpp no longer accepts (4, 5, 6, 33, 34, 35)
+  std::optional<TensorType> default_type;  // what its tensors quantize to by default (llama-quant.cpp)
+  std::optional<TensorType> selected_by;   // the type name that alone selects it in llama-quantize
 };
 // nullptr for ids never defined. 1024 is LLAMA_FTYPE_GUESSED.
 const FileTypeInfo* find_file_type(uint32_t id);
 std::span<const FileTypeInfo> all_file_types();
 // "MOSTLY_Q4_K_M", "Q4_K_M" and "q4_k_m" all name 15.
 std::optional<uint32_t> parse_file_type(std::string_view name);
+// The ggml type a llama_ftype quantizes to by default (llama.cpp's table); nullopt for removed
+// or unknown ids.
+std::optional<TensorType> file_type_default_type(uint32_t file_type);
+// The llama_ftype llama-quantize uses for a type name given alone (q4_K -> MOSTLY_Q4_K_M, as its
+// "Q4_K" alias).
+std::optional<uint32_t> file_type_for_type(TensorType type);
 
 // Typed, lazy access to the standard keys of an open file. Cheap to construct.
 class ModelMetadata {

@@ -50,21 +50,15 @@
 
 namespace ggufkit {
 
-struct ConvertOptions {
+struct ConvertOptions : RunOptions {  // threads, cancel, progress, sync (threads.h)
   // The type of the weight matrices (the Python converter's --outtype, f16 by default): F32, F16,
   // BF16, Q8_0, or any type quantize() encodes without an importance matrix.
   TensorType out_type = TensorType::F16;
-  Threads threads{0};
   // false: no tokenizer keys (tests, vocab-less tools). A model without them does not load in
   // llama.cpp.
   bool tokenizer = true;
   // convert_model only plans (and checks) the conversion; nothing is written.
   bool dry_run = false;
-  // Set from another thread (a signal handler) to stop; the output is then not written.
-  const std::atomic<bool>* cancel = nullptr;
-  // Called after each tensor is written: (tensors done, tensors in all), in plan order.
-  std::function<void(size_t, size_t)> progress;
-  bool sync = true;  // flush the output to the disk before it is renamed into place
 };
 
 // How a tensor's values are changed on the way.
@@ -118,14 +112,5 @@ Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::p
 // Both.
 Expected<ConvertPlan> convert_model(const std::filesystem::path& model_dir, const std::filesystem::path& output,
                                     const ConvertOptions& options = {});
-
-// gguf-py's metadata.py heuristics, exposed for tests.
-struct ModelNameParts {
-  std::optional<std::string> name, organization, basename, finetune, version, size_label;
-};
-// Metadata.get_model_id_components, with the name title-cased as Metadata.id_to_title.
-ModelNameParts model_name_parts(std::string_view model_id, int64_t total_params);
-// gguf.size_label for a model without experts: "1.1B", "33M", "7.2K".
-std::string model_size_label(uint64_t total_params);
 
 }  // namespace ggufkit

@@ -29,7 +29,7 @@ struct DiffOptions {
   // Compare tensor bytes, and the dequantized values of tensors whose bytes differ.
   bool data = false;
   // Threads for the data comparison (0: one per core). The figures do not depend on it.
-  Threads threads{};
+  Threads threads = kAllCores;
   // How many differing elements of a metadata array are recorded (the count is always exact).
   size_t max_shown_elements = 5;
   // Elements dequantized at a time per thread and file: bounds the memory the data comparison uses

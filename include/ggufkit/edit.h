@@ -98,6 +98,14 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
 // are range-checked; floats accept what strtod does, inf and nan included).
 Expected<MetadataValue> parse_scalar_value(std::string_view text, ValueType type);
 
+// Parses JSON text as a value: a scalar, or an array (nested arrays too). `type` is the scalar type,
+// or for arrays the element type; nullopt takes it from the value the new one replaces (`like`,
+// may be null), else infers it from the JSON (strings, booleans, float32, then the smallest of
+// uint32, int32, int64, uint64 that holds every integer). Errors (invalid_argument): not JSON,
+// null or objects, mixed kinds, a value that does not fit the type.
+Expected<MetadataValue> parse_json_value(std::string_view json_text, std::optional<ValueType> type,
+                                         const ValueView* like = nullptr);
+
 // The type a new key gets from its text when none is given: a key the conventions define as a string
 // (general.name, tokenizer.chat_template..., ...) stays a string; otherwise true/false is a bool, an
 // integer is uint32 (int32 when negative; 64 bits when it does not fit), a decimal or exponent number

@@ -29,8 +29,8 @@ Expected<NpyLayout> npy_layout(const TensorInfo& tensor, ExtractType type);
 std::string npy_header(const NpyLayout& layout);
 
 // Writes the tensor as a .npy file at `out`, atomically (a crash leaves no half file under that
-// name); `sync` also flushes it to the disk before the rename.
+// name); `sync` also flushes it to the disk before the rename (the default of every writer).
 Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, ExtractType type,
-                           const std::filesystem::path& out, bool sync = false);
+                           const std::filesystem::path& out, bool sync = true);
 
 }  // namespace ggufkit

@@ -12,6 +12,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/split.h"
+#include "ggufkit/threads.h"
 
 namespace ggufkit {
 
@@ -34,8 +35,8 @@ struct Manifest {
 };
 
 // Digests of every file and tensor of a model (a plain file or a split model). Tensors are
-// hashed as stored (a big-endian file's bytes as they are). `threads` 0: all cores.
-Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, unsigned threads = 0);
+// hashed as stored (a big-endian file's bytes as they are).
+Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads = kAllCores);
 
 // The manifest as text: a comment line, "algorithm NAME", then one line per entry:
 // "file DIGEST BYTES NAME" and "tensor DIGEST BYTES NAME"; names are escaped (\\, \xNN for control

@@ -10,6 +10,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/tensor_types.h"
+#include "ggufkit/threads.h"
 
 namespace ggufkit {
 
@@ -22,12 +23,6 @@ struct QuantCapabilities {
 
 QuantCapabilities quant_capabilities(TensorType type);
 
-// How many threads a conversion may use: 1 runs on the caller's thread, 0 means one per core.
-// Work is split into runs of whole blocks (rows, when quantizing), so the result does not depend
-// on the number of threads.
-struct Threads {
-  unsigned count = 1;
-};
 
 // `src` holds a whole number of blocks of `type`; `dst` receives one float per element.
 Expected<void> dequantize(TensorType type, std::span<const std::byte> src, std::span<float> dst,

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ggufkit/conventions.h"
 #include "ggufkit/error.h"
 #include "ggufkit/imatrix.h"
 #include "ggufkit/quant.h"
@@ -49,7 +50,7 @@ Expected<TensorTypeOverride> parse_tensor_type_override(std::string_view text);
 // syntax and limits: keys under 128 bytes, strings under 128).
 Expected<MetadataOverride> parse_metadata_override(std::string_view text);
 
-struct QuantizeOptions {
+struct QuantizeOptions : RunOptions {  // threads, cancel, progress, sync (threads.h)
   uint32_t file_type = 0;        // a llama_ftype id: what general.file_type says, and the default type
   bool pure = true;              // every convertible tensor gets the file type's default type; false: the preset's rules
   bool quantize_output_tensor = true;  // false: output.weight is copied (--leave-output-tensor)
@@ -72,12 +73,6 @@ struct QuantizeOptions {
   // Planning only (--dry-run): a tensor that needs an importance matrix none was given for is
   // noted in its plan instead of failing the plan (quantize_model still refuses it).
   bool dry_run = false;
-  Threads threads{0};
-  // Set from another thread (a signal handler) to stop; the output is then not written.
-  const std::atomic<bool>* cancel = nullptr;
-  // Called after each tensor is written: (tensors done, tensors in all), in plan order.
-  std::function<void(size_t, size_t)> progress;
-  bool sync = true;  // flush the output to the disk before it is renamed into place
 };
 
 // What happens to one tensor.
@@ -108,12 +103,6 @@ struct QuantizePlan {
 std::vector<std::filesystem::path> quantize_output_paths(const QuantizePlan& plan, const std::filesystem::path& output,
                                                          const QuantizeOptions& options);
 
-// The ggml type a llama_ftype quantizes to by default (llama.cpp's table); nullopt for removed
-// or unknown ids.
-std::optional<TensorType> file_type_default_type(uint32_t file_type);
-// The llama_ftype llama-quantize uses for a type name given alone (q4_K -> MOSTLY_Q4_K_M, as its
-// "Q4_K" alias).
-std::optional<uint32_t> file_type_for_type(TensorType type);
 // Whether llama.cpp quantizes a tensor of this name and shape at all (norms, 1-D tensors, position
 // embeddings and the other exceptions stay as they are).
 bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options);

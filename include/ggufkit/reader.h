@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -25,14 +26,15 @@ namespace ggufkit {
 struct OpenOptions {
   // Arrays of arrays deeper than this are rejected (llama.cpp accepts none; gguf-py writes them).
   uint32_t max_array_depth = 8;
-  // For diagnosis (gguf check): when set, a problem after which the rest of the file can still be
-  // located is appended here and parsing goes on; open() then fails only on the first problem that
-  // makes the rest unreadable. The file may then break rules its users normally rely on: repeated
-  // keys (find() gives the first) and tensor names, alignment 32 when general.alignment is bad,
-  // tensors of unknown or removed type ids (type holds the raw id, size 0), tensors with an
-  // impossible shape (shape [0], size 0), misplaced tensor data (tensor_data() is empty when the
-  // bytes are not inside the file).
-  std::vector<Error>* problems = nullptr;
+  // For diagnosis (gguf check), as LLVM's warning handlers: when set, it is called with each
+  // problem after which the rest of the file can still be located, and parsing goes on when it
+  // returns true (the problem then fails the open when it returns false). A problem that makes the
+  // rest unreadable always fails the open, without a call. A file opened past problems may break
+  // rules its users normally rely on: repeated keys (find() gives the first) and tensor names,
+  // alignment 32 when general.alignment is bad, tensors of unknown or removed type ids (type holds
+  // the raw id, size 0), tensors with an impossible shape (shape [0], size 0), misplaced tensor
+  // data (tensor_data() is empty when the bytes are not inside the file).
+  std::function<bool(const Error&)> on_problem;
 };
 
 struct KeyValue {
@@ -105,7 +107,7 @@ class GgufFile {
   std::span<const TensorInfo> tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
   // The tensor's bytes at their aligned place in the mapping, in the file's byte order.
-  // Empty when they are not inside the file (only possible when opened with OpenOptions::problems).
+  // Empty when they are not inside the file (only possible when opened with OpenOptions::on_problem).
   std::span<const std::byte> tensor_data(const TensorInfo& tensor) const {
     const uint64_t size = bytes_.size();
     if (data_offset_ > size || tensor.offset > size - data_offset_ || tensor.size > size - data_offset_ - tensor.offset) {

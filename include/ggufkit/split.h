@@ -17,6 +17,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/summary.h"
 #include "ggufkit/writer.h"
 
 namespace ggufkit {
@@ -132,6 +133,10 @@ Expected<GgufBuilder> merge_builder(const SplitModel& model);
 
 // Writes the merged model to `out`, atomically, in the shards' byte order (whatever
 // options.byte_order says). Refuses when `out` is one of the model's files.
+// summarize() over every shard's tensors: the same rules as for one file (types by elements, most
+// first, ties by id). A model that is not split gives its one file's summary.
+FileSummary summarize(const SplitModel& model);
+
 Expected<void> write_merged(const SplitModel& model, const std::filesystem::path& out, const WriteOptions& options = {});
 
 }  // namespace ggufkit

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "ggufkit/reader.h"
@@ -20,6 +21,17 @@ struct FileSummary {
   uint64_t tensor_bytes = 0;      // bytes of all tensors, without padding
   double bits_per_weight = 0.0;   // tensor_bytes * 8 / parameters
   std::vector<TypeUsage> types;   // by elements, most first; ties by type id
+};
+
+// Adds up tensors one at a time; every summarize() is built on it (a split model's is in split.h).
+class SummaryBuilder {
+ public:
+  void add(const TensorInfo& t);
+  FileSummary finish() &&;
+
+ private:
+  FileSummary summary_;
+  std::map<uint32_t, TypeUsage> by_type_;
 };
 
 FileSummary summarize(const GgufFile& file);

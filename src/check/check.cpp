@@ -76,7 +76,10 @@ void add_tensors(const GgufFile& file, ModelUnderCheck& model) {
 std::optional<GgufFile> check_structure(std::span<const std::byte> bytes, Findings& out) {
   std::vector<Error> problems;
   OpenOptions options;
-  options.problems = &problems;
+  options.on_problem = [&](const Error& e) {
+    problems.push_back(e);
+    return true;
+  };
   auto file = GgufFile::parse(bytes, options);
   for (const Error& e : problems) add_reader_problem(e, file ? &*file : nullptr, out);
   if (!file) {

@@ -5,7 +5,6 @@
 #include <map>
 
 #include "check_internal.h"
-#include "ggufkit/quantize.h"
 #include "ggufkit/tensor_types.h"
 
 namespace ggufkit::check {

@@ -1,5 +1,5 @@
 // The structure pass: the reader's own checks, collected instead of stopping at the first (see
-// OpenOptions::problems), and what the reader accepts but a careful reader should not: bool bytes
+// OpenOptions::on_problem), and what the reader accepts but a careful reader should not: bool bytes
 // other than 0 and 1, strings that are not UTF-8, non-zero padding, bytes after the last tensor.
 #include <fmt/format.h>
 

@@ -18,11 +18,12 @@
 #include <unistd.h>
 
 #include "convert/architectures.h"
+#include "convert/model_name.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/hf_tokenizer.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/writer.h"
-#include "quant/fp16.h"
+#include "format/fp16.h"
 
 namespace ggufkit {
 
@@ -167,8 +168,8 @@ void widen(SafetensorsDtype dtype, const std::byte* src, float* dst, int64_t cou
   const auto n = static_cast<size_t>(count);
   switch (dtype) {
     case SafetensorsDtype::F32: std::memcpy(dst, src, n * 4); return;
-    case SafetensorsDtype::F16: for (size_t i = 0; i < n; ++i) dst[i] = quant::fp16_to_fp32(load_le<uint16_t>(src + 2 * i)); return;
-    case SafetensorsDtype::BF16: for (size_t i = 0; i < n; ++i) dst[i] = quant::bf16_to_fp32(load_le<uint16_t>(src + 2 * i)); return;
+    case SafetensorsDtype::F16: for (size_t i = 0; i < n; ++i) dst[i] = format::fp16_to_fp32(load_le<uint16_t>(src + 2 * i)); return;
+    case SafetensorsDtype::BF16: for (size_t i = 0; i < n; ++i) dst[i] = format::bf16_to_fp32(load_le<uint16_t>(src + 2 * i)); return;
     case SafetensorsDtype::F64: for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load_le<double>(src + 8 * i)); return;
     case SafetensorsDtype::BOOL: for (size_t i = 0; i < n; ++i) dst[i] = src[i] != std::byte{0} ? 1.0f : 0.0f; return;
     case SafetensorsDtype::U8: for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load_le<uint8_t>(src + i)); return;
@@ -570,13 +571,13 @@ class TensorStream {
         return {};
       case TensorType::F16:
         for (size_t i = 0; i < floats_.size(); ++i) {
-          const uint16_t h = quant::fp32_to_fp16(floats_[i]);
+          const uint16_t h = format::fp32_to_fp16(floats_[i]);
           std::memcpy(encoded_.data() + 2 * i, &h, 2);
         }
         return {};
       case TensorType::BF16:
         for (size_t i = 0; i < floats_.size(); ++i) {
-          const uint16_t h = quant::fp32_to_bf16(floats_[i]);
+          const uint16_t h = format::fp32_to_bf16(floats_[i]);
           std::memcpy(encoded_.data() + 2 * i, &h, 2);
         }
         return {};
@@ -626,15 +627,7 @@ bool convert_accepts_out_type(TensorType type) {
   return type_traits(type).quantized && caps.quantize && !caps.requires_imatrix;
 }
 
-std::optional<uint32_t> convert_file_type(TensorType out_type) {
-  switch (out_type) {
-    case TensorType::F32: return 0;   // ALL_F32
-    case TensorType::F16: return 1;   // MOSTLY_F16
-    case TensorType::BF16: return 32; // MOSTLY_BF16
-    case TensorType::Q8_0: return 7;  // MOSTLY_Q8_0
-    default: return file_type_for_type(out_type);
-  }
-}
+std::optional<uint32_t> convert_file_type(TensorType out_type) { return file_type_for_type(out_type); }
 
 Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const ConvertOptions& options) {
   if (!convert_accepts_out_type(options.out_type)) {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "ggufkit/convert.h"
+#include "convert/model_name.h"
 
 namespace ggufkit {
 namespace {

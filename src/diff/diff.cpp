@@ -211,10 +211,6 @@ struct Partial {
   }
 };
 
-unsigned thread_count(Threads threads) {
-  return threads.count == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads.count;
-}
-
 // Dequantizes both tensors segment by segment (whole blocks of both types), each worker into its
 // own two buffers, and accumulates the figures. Memory: 2 buffers of `segment` floats per thread,
 // and one Partial per segment of a group.

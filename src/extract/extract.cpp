@@ -9,7 +9,7 @@
 
 #include "ggufkit/atomic_file.h"
 #include "ggufkit/quant.h"
-#include "quant/fp16.h"
+#include "format/fp16.h"
 
 namespace ggufkit {
 namespace {
@@ -121,7 +121,7 @@ Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, Extra
       w = (*sink)->write(std::as_bytes(std::span(floats)));
     } else {
       halves.resize(floats.size());
-      std::transform(floats.begin(), floats.end(), halves.begin(), quant::fp32_to_fp16);
+      std::transform(floats.begin(), floats.end(), halves.begin(), format::fp32_to_fp16);
       w = (*sink)->write(std::as_bytes(std::span(halves)));
     }
     if (!w) return w;

@@ -35,7 +35,7 @@ std::string digest_hex(DigestAlgorithm algorithm, std::span<const std::byte> dat
   return out;
 }
 
-Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, unsigned threads) {
+Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads) {
   Manifest m;
   m.algorithm = algorithm;
   const auto shards = model.shards();
@@ -56,7 +56,7 @@ Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, unsigned
       }
     }
   };
-  unsigned n = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned n = thread_count(threads);
   n = static_cast<unsigned>(std::min<size_t>(n, std::max<size_t>(jobs, 1)));
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < n; ++i) pool.emplace_back(work);

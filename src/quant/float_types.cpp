@@ -1,7 +1,6 @@
 // Plain element types: floats and integers stored one per element.
 #include <cstring>
 
-#include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/simd.h"
 

@@ -18,7 +18,6 @@
 #include <cstring>
 #include <numeric>
 
-#include "quant/fp16.h"
 #include "quant/iq2_grid.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
@@ -367,6 +366,8 @@ void register_iq1_quantizers(KernelTable& table) {
   m.quantize = quantize_rows<quantize_block_iq1_m, kIq1mBlockBytes>;
   m.accepts_imatrix = true;
   m.requires_imatrix = false;
+  state_block(table, TensorType::IQ1_S, kSuperBlockValues, kIq1sBlockBytes);
+  state_block(table, TensorType::IQ1_M, kSuperBlockValues, kIq1mBlockBytes);
 }
 
 }  // namespace ggufkit::quant

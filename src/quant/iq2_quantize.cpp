@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "quant/fp16.h"
 #include "quant/iq2_grid.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
@@ -381,6 +380,9 @@ void register_iq2_quantizers(KernelTable& table) {
   s.quantize = quantize_rows<quantize_block_iq2_s, Iq2Grid::iq2s_1024, kIq2sBlockBytes>;
   s.accepts_imatrix = true;
   s.requires_imatrix = false;
+  state_block(table, TensorType::IQ2_XXS, kSuperBlockValues, kIq2xxsBlockBytes);
+  state_block(table, TensorType::IQ2_XS, kSuperBlockValues, kIq2xsBlockBytes);
+  state_block(table, TensorType::IQ2_S, kSuperBlockValues, kIq2sBlockBytes);
   register_iq1_quantizers(table);
 }
 

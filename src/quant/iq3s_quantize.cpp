@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "quant/fp16.h"
 #include "quant/iq3_grid.h"
 #include "quant/kernels.h"
 
@@ -162,6 +161,7 @@ void register_iq3s_quantizer(KernelTable& table) {
   auto& e = entry(table, TensorType::IQ3_S);
   e.quantize = quantize_iq3_s;
   e.accepts_imatrix = true;
+  state_block(table, TensorType::IQ3_S, kSuperBlockValues, kBlockBytes);
 }
 
 }  // namespace ggufkit::quant

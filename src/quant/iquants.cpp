@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/simd.h"
 #include "quant/tables.h"
@@ -760,6 +759,17 @@ void register_iquant_kernels(KernelTable& table) {
   entry(table, TensorType::IQ3_S) = {dequantize_iq3_s, nullptr, false, false};
   entry(table, TensorType::IQ1_S) = {dequantize_iq1_s, nullptr, false, false};
   entry(table, TensorType::IQ1_M) = {dequantize_iq1_m, nullptr, false, false};
+  // After the kernels: the blocks they were written for, checked against the type table and
+  // against the quantizers' files.
+  state_block(table, TensorType::IQ4_NL, 32, kIq4nlBlockBytes);
+  state_block(table, TensorType::IQ4_XS, kSuperBlock, kIq4xsBlockBytes);
+  state_block(table, TensorType::IQ2_XXS, kSuperBlock, kIq2xxsBlockBytes);
+  state_block(table, TensorType::IQ2_XS, kSuperBlock, kIq2xsBlockBytes);
+  state_block(table, TensorType::IQ2_S, kSuperBlock, kIq2sBlockBytes);
+  state_block(table, TensorType::IQ3_XXS, kSuperBlock, kIq3xxsBlockBytes);
+  state_block(table, TensorType::IQ3_S, kSuperBlock, kIq3sBlockBytes);
+  state_block(table, TensorType::IQ1_S, kSuperBlock, kIq1sBlockBytes);
+  state_block(table, TensorType::IQ1_M, kSuperBlock, kIq1mBlockBytes);
 }
 
 }  // namespace ggufkit::quant

@@ -11,7 +11,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
 #include "quant/simd.h"
@@ -818,6 +817,13 @@ void register_kquant_kernels(KernelTable& t) {
   entry(t, TensorType::Q3_K) = {dequantize_q3_K, quantize_kquant<BlockQ3K, q3, encode_q3_K_weighted>, true};
   entry(t, TensorType::Q2_K) = {dequantize_q2_K, quantize_kquant<BlockQ2K, q2, encode_q2_K_weighted>, true};
   entry(t, TensorType::Q8_K).dequantize = dequantize_q8_K;
+  // After the kernels: the blocks they were written for, checked against the type table.
+  state_block<BlockQ2K>(t, TensorType::Q2_K);
+  state_block<BlockQ3K>(t, TensorType::Q3_K);
+  state_block<BlockQ4K>(t, TensorType::Q4_K);
+  state_block<BlockQ5K>(t, TensorType::Q5_K);
+  state_block<BlockQ6K>(t, TensorType::Q6_K);
+  state_block<BlockQ8K>(t, TensorType::Q8_K);
 }
 
 }  // namespace ggufkit::quant

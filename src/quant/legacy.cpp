@@ -10,7 +10,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
 #include "quant/simd.h"
@@ -847,6 +846,15 @@ void register_legacy_kernels(KernelTable& t) {
   entry(t, TensorType::Q1_0) = {dequantize_q1_0, plain_quantizer<BlockQ1_0, encode_q1_0, GGUFKIT_AVX2_ENCODER_Q1_0>()};
   entry(t, TensorType::Q2_0) = {dequantize_q2_0,
                                 plain_quantizer<BlockQ2_0, encode_q2_0, GGUFKIT_AVX2_ENCODER(BlockQ2_0, encode_q2_0)>()};
+  // After the kernels: the blocks they were written for, checked against the type table.
+  state_block<BlockQ4_0>(t, TensorType::Q4_0);
+  state_block<BlockQ4_1>(t, TensorType::Q4_1);
+  state_block<BlockQ5_0>(t, TensorType::Q5_0);
+  state_block<BlockQ5_1>(t, TensorType::Q5_1);
+  state_block<BlockQ8_0>(t, TensorType::Q8_0);
+  state_block<BlockQ8_1>(t, TensorType::Q8_1);
+  state_block<BlockQ1_0>(t, TensorType::Q1_0);
+  state_block<BlockQ2_0>(t, TensorType::Q2_0);
 }
 
 #undef GGUFKIT_AVX2_ENCODER

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -11,18 +13,72 @@
 namespace ggufkit {
 namespace quant {
 
+namespace {
+
+// A mistake in the registrations is a programming error: found on the first use of any kernel,
+// which every test run makes.
+[[noreturn]] void registry_broken(TensorType type, std::string_view what) {
+  fmt::print(stderr, "ggufkit: the kernel registry is inconsistent: {} (type id {}): {}\n", type_name(type),
+             static_cast<uint32_t>(type), what);
+  std::abort();
+}
+
+void merge(KernelTable& into, const KernelTable& part) {
+  for (uint32_t id = 0; id < kTensorTypeIdLimit; ++id) {
+    const auto type = static_cast<TensorType>(id);
+    TypeKernels& k = into[id];
+    const TypeKernels& p = part[id];
+    if (p.dequantize != nullptr) {
+      if (k.dequantize != nullptr) registry_broken(type, "two families register a dequantize kernel");
+      k.dequantize = p.dequantize;
+    }
+    if (p.quantize != nullptr) {
+      if (k.quantize != nullptr) registry_broken(type, "two families register a quantize kernel");
+      k.quantize = p.quantize;
+      k.accepts_imatrix = p.accepts_imatrix;
+      k.requires_imatrix = p.requires_imatrix;
+    } else if (p.accepts_imatrix || p.requires_imatrix) {
+      registry_broken(type, "importance-matrix flags without a quantize kernel");
+    }
+    if (p.block_bytes != 0) {
+      if (k.block_bytes != 0 && (k.block_bytes != p.block_bytes || k.block_size != p.block_size)) {
+        registry_broken(type, "two families state different blocks");
+      }
+      k.block_size = p.block_size;
+      k.block_bytes = p.block_bytes;
+    }
+  }
+}
+
+void check_against_type_table(const KernelTable& table) {
+  for (const TypeTraits& traits : all_type_traits()) {
+    const TypeKernels& k = table[traits.id];
+    const bool any = k.dequantize != nullptr || k.quantize != nullptr;
+    if (traits.status != TypeStatus::supported) {
+      if (any) registry_broken(traits.type(), "kernels for a type the table does not support");
+      continue;
+    }
+    if (k.dequantize == nullptr) registry_broken(traits.type(), "a supported type without a dequantize kernel");
+    if (k.block_bytes != 0 && (k.block_bytes != traits.block_bytes || k.block_size != traits.block_size)) {
+      registry_broken(traits.type(), fmt::format("the kernels' block is {} values in {} bytes, the type table's {} in {}",
+                                                 k.block_size, k.block_bytes, traits.block_size, traits.block_bytes));
+    }
+  }
+}
+
+}  // namespace
+
 const KernelTable& kernel_table() {
   static const KernelTable table = [] {
     KernelTable t{};
-    register_float_kernels(t);
-    register_legacy_kernels(t);
-    register_kquant_kernels(t);
-    register_iquant_kernels(t);
-    register_fp4_kernels(t);
-    register_ternary_kernels(t);
-    register_iq3s_quantizer(t);
-    register_iq2_quantizers(t);
-    register_iq3xxs_quantizer(t);
+    for (auto family : {register_float_kernels, register_legacy_kernels, register_kquant_kernels,
+                        register_iquant_kernels, register_fp4_kernels, register_ternary_kernels,
+                        register_iq3s_quantizer, register_iq2_quantizers, register_iq3xxs_quantizer}) {
+      KernelTable part{};
+      family(part);
+      merge(t, part);
+    }
+    check_against_type_table(t);
     return t;
   }();
   return table;

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <limits>
 
-#include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/simd.h"
 
@@ -355,6 +354,8 @@ void dequantize_tq2_0(const std::byte* src, float* dst, int64_t n) {
 void register_ternary_kernels(KernelTable& table) {
   entry(table, TensorType::TQ1_0) = {dequantize_tq1_0, quantize_tq1_0, false, false};
   entry(table, TensorType::TQ2_0) = {dequantize_tq2_0, quantize_tq2_0, false, false};
+  state_block(table, TensorType::TQ1_0, kBlockSize, kTq1BlockBytes);
+  state_block(table, TensorType::TQ2_0, kBlockSize, kTq2BlockBytes);
 }
 
 }  // namespace ggufkit::quant

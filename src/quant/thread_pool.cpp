@@ -1,5 +1,7 @@
 #include "quant/thread_pool.h"
 
+#include "ggufkit/threads.h"
+
 #include <algorithm>
 #include <atomic>
 
@@ -28,7 +30,7 @@ ThreadPool& ThreadPool::shared() {
 }
 
 unsigned ThreadPool::resolve(unsigned count) {
-  return count == 0 ? std::max(1u, std::thread::hardware_concurrency()) : count;
+  return thread_count(Threads{count});
 }
 
 void ThreadPool::work_on(Job& job) {

@@ -52,49 +52,7 @@ constexpr Fallback kFallbacks[] = {
     {TensorType::Q5_K, TensorType::Q5_1},     {TensorType::Q6_K, TensorType::Q8_0},
 };
 
-// The default type of each llama_ftype.
-struct FileTypeDefault {
-  uint32_t file_type;
-  TensorType type;
-};
-constexpr FileTypeDefault kDefaults[] = {
-    {0, TensorType::F32},      {1, TensorType::F16},      {2, TensorType::Q4_0},    {3, TensorType::Q4_1},
-    {7, TensorType::Q8_0},     {8, TensorType::Q5_0},     {9, TensorType::Q5_1},    {10, TensorType::Q2_K},
-    {11, TensorType::Q3_K},    {12, TensorType::Q3_K},    {13, TensorType::Q3_K},   {14, TensorType::Q4_K},
-    {15, TensorType::Q4_K},    {16, TensorType::Q5_K},    {17, TensorType::Q5_K},   {18, TensorType::Q6_K},
-    {19, TensorType::IQ2_XXS}, {20, TensorType::IQ2_XS},  {21, TensorType::Q2_K},   {22, TensorType::IQ3_S},
-    {23, TensorType::IQ3_XXS}, {24, TensorType::IQ1_S},   {25, TensorType::IQ4_NL}, {26, TensorType::IQ3_S},
-    {27, TensorType::IQ3_S},   {28, TensorType::IQ2_XS},  {29, TensorType::IQ2_S},  {30, TensorType::IQ4_XS},
-    {31, TensorType::IQ1_M},   {32, TensorType::BF16},    {36, TensorType::TQ1_0},  {37, TensorType::TQ2_0},
-    {38, TensorType::MXFP4},   {39, TensorType::NVFP4},   {40, TensorType::Q1_0},   {41, TensorType::Q2_0},
-};
-
-// llama-quantize's names for a type given alone: "Q4_K" is its alias for Q4_K_M, and so on.
-constexpr FileTypeDefault kTypeAliases[] = {
-    {0, TensorType::F32},     {1, TensorType::F16},     {32, TensorType::BF16},   {2, TensorType::Q4_0},
-    {3, TensorType::Q4_1},    {8, TensorType::Q5_0},    {9, TensorType::Q5_1},    {7, TensorType::Q8_0},
-    {10, TensorType::Q2_K},   {12, TensorType::Q3_K},   {15, TensorType::Q4_K},   {17, TensorType::Q5_K},
-    {18, TensorType::Q6_K},   {25, TensorType::IQ4_NL}, {30, TensorType::IQ4_XS}, {26, TensorType::IQ3_S},
-    {36, TensorType::TQ1_0},  {37, TensorType::TQ2_0},  {38, TensorType::MXFP4},  {39, TensorType::NVFP4},
-    {40, TensorType::Q1_0},   {41, TensorType::Q2_0},   {19, TensorType::IQ2_XXS}, {20, TensorType::IQ2_XS},
-    {29, TensorType::IQ2_S},  {23, TensorType::IQ3_XXS}, {24, TensorType::IQ1_S},   {31, TensorType::IQ1_M},
-};
-
 }  // namespace
-
-std::optional<TensorType> file_type_default_type(uint32_t file_type) {
-  for (const auto& d : kDefaults) {
-    if (d.file_type == file_type) return d.type;
-  }
-  return std::nullopt;
-}
-
-std::optional<uint32_t> file_type_for_type(TensorType type) {
-  for (const auto& a : kTypeAliases) {
-    if (a.type == type) return a.file_type;
-  }
-  return std::nullopt;
-}
 
 bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options) {
   if (effective_dims(tensor) < 2) return false;  // 2-D and 3-D (experts) only

@@ -53,13 +53,12 @@ class Parser {
 
  private:
   uint64_t remaining() const { return size_ - pos_; }
-  bool keep_going() const { return options_.problems != nullptr; }
+  bool keep_going() const { return static_cast<bool>(options_.on_problem); }
 
-  // A problem after which the rest of the file can still be located: the error, or, when the
-  // caller collects problems, noted and parsing goes on.
+  // A problem after which the rest of the file can still be located: the error, unless the
+  // caller's handler takes it and says to go on.
   Expected<void> recoverable(Error e) {
-    if (!keep_going()) return e;
-    options_.problems->push_back(std::move(e));
+    if (!keep_going() || !options_.on_problem(e)) return e;
     return {};
   }
 

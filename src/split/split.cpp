@@ -371,4 +371,10 @@ Expected<void> write_merged(const SplitModel& model, const std::filesystem::path
   return b->write_file(out, o);
 }
 
+FileSummary summarize(const SplitModel& model) {
+  SummaryBuilder b;
+  for (const ModelTensor& t : model.tensors()) b.add(*t.info);
+  return std::move(b).finish();
+}
+
 }  // namespace ggufkit

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "../../src/hash/xxh64.h"
+#include "hash/xxh64.h"
 #include "ggufkit/hash.h"
 #include "ggufkit/split.h"
 #include "test_support.h"
@@ -55,7 +55,7 @@ std::string sha256sum_of(const fs::path& path) {
 TEST(Hash, FileDigestsEqualSha256sumAndTensorDigestsTheirBytes) {
   auto model = SplitModel::open(test::sample_model());
   ASSERT_TRUE(model) << model.error().describe();
-  const Manifest m = hash_model(*model, DigestAlgorithm::sha256, 2);
+  const Manifest m = hash_model(*model, DigestAlgorithm::sha256, Threads{2});
   ASSERT_EQ(m.files.size(), 1u);
   const std::string independent = sha256sum_of(test::sample_model());
   if (independent.size() == 64) {
@@ -70,7 +70,7 @@ TEST(Hash, FileDigestsEqualSha256sumAndTensorDigestsTheirBytes) {
     EXPECT_EQ(m.tensors[i].digest, digest_hex(DigestAlgorithm::sha256, t.data));
   }
   // The thread count changes nothing.
-  const Manifest one = hash_model(*model, DigestAlgorithm::sha256, 1);
+  const Manifest one = hash_model(*model, DigestAlgorithm::sha256, Threads{1});
   EXPECT_EQ(format_manifest(one), format_manifest(m));
 }
 

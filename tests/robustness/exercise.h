@@ -653,7 +653,10 @@ inline void check_option_monotonicity(Findings& out, std::span<const std::byte> 
 inline void check_collecting_problems(Findings& out, std::span<const std::byte> input, bool default_ok) {
   std::vector<Error> problems;
   OpenOptions options;
-  options.problems = &problems;
+  options.on_problem = [&](const Error& e) {
+    problems.push_back(e);
+    return true;
+  };
   const auto f = GgufFile::parse(input, options);
   if (default_ok) {
     GGUFKIT_ROBUST_EXPECT(out, f.has_value() && problems.empty(), "collecting problems rejects or notes {} problems "

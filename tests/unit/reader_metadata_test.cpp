@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -86,6 +88,39 @@ TEST(ReaderKeys, FirstOfSeveralDuplicatesIsReported) {
   const uint64_t b_again = g.size();
   g.kv_u8("b", 3).kv_u8("a", 4);
   EXPECT_TRUE(FailsWith(parse(g), ErrorCode::duplicate_key, b_again, "b", {"2"}));
+}
+
+// OpenOptions::on_problem: called once per recoverable problem, in file order; true goes on (the
+// file opens, find() gives the first of repeated keys), false makes that problem the open's error.
+TEST(ReaderKeys, ProblemHandlerDecidesWhetherToGoOn) {
+  RawGguf g;
+  g.header(3, 0, 4).kv_u8("a", 1).kv_u8("b", 2);
+  const uint64_t b_again = g.size();
+  g.kv_u8("b", 3);
+  const uint64_t a_again = g.size();
+  g.kv_u8("a", 4);
+
+  std::vector<std::pair<ErrorCode, uint64_t>> seen;
+  OpenOptions go_on;
+  go_on.on_problem = [&](const Error& e) {
+    seen.emplace_back(e.code, e.offset);
+    return true;
+  };
+  const auto all = parse(g, go_on);
+  ASSERT_TRUE(all.has_value()) << all.error().describe();
+  EXPECT_EQ(seen, (std::vector<std::pair<ErrorCode, uint64_t>>{{ErrorCode::duplicate_key, b_again},
+                                                               {ErrorCode::duplicate_key, a_again}}));
+  EXPECT_EQ(all->metadata().size(), 4u);
+  EXPECT_EQ(all->get("b")->get<uint8_t>(), uint8_t{2});
+
+  seen.clear();
+  OpenOptions stop;
+  stop.on_problem = [&](const Error& e) {
+    seen.emplace_back(e.code, e.offset);
+    return false;
+  };
+  EXPECT_TRUE(FailsWith(parse(g, stop), ErrorCode::duplicate_key, b_again, "b", {"2"}));
+  EXPECT_EQ(seen, (std::vector<std::pair<ErrorCode, uint64_t>>{{ErrorCode::duplicate_key, b_again}}));
 }
 
 TEST(ReaderKeys, FindHitAndMiss) {

@@ -6,6 +6,7 @@
 // file types are llama_ftype of llama.h and the names llama_model_ftype_name prints.
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -230,6 +231,43 @@ TEST(FileTypes, GuessedAndUnknownIds) {
     EXPECT_EQ(find_file_type(id), nullptr) << id;
   }
   for (const FileTypeInfo& f : all_file_types()) EXPECT_EQ(find_file_type(f.id), &f);
+}
+
+// The default tensor type of every preset and the type names that select a preset alone, as
+// llama-quant.cpp and llama-quantize's alias list have them: one table answers both.
+TEST(FileTypes, DefaultTypesAndSelectingTypes) {
+  using T = TensorType;
+  const std::map<uint32_t, T> want_default = {
+      {0, T::F32},      {1, T::F16},     {2, T::Q4_0},    {3, T::Q4_1},   {7, T::Q8_0},    {8, T::Q5_0},
+      {9, T::Q5_1},     {10, T::Q2_K},   {11, T::Q3_K},   {12, T::Q3_K},  {13, T::Q3_K},   {14, T::Q4_K},
+      {15, T::Q4_K},    {16, T::Q5_K},   {17, T::Q5_K},   {18, T::Q6_K},  {19, T::IQ2_XXS}, {20, T::IQ2_XS},
+      {21, T::Q2_K},    {22, T::IQ3_S},  {23, T::IQ3_XXS}, {24, T::IQ1_S}, {25, T::IQ4_NL}, {26, T::IQ3_S},
+      {27, T::IQ3_S},   {28, T::IQ2_XS}, {29, T::IQ2_S},  {30, T::IQ4_XS}, {31, T::IQ1_M},  {32, T::BF16},
+      {36, T::TQ1_0},   {37, T::TQ2_0},  {38, T::MXFP4},  {39, T::NVFP4}, {40, T::Q1_0},   {41, T::Q2_0},
+  };
+  const std::map<T, uint32_t> want_selected = {
+      {T::F32, 0},      {T::F16, 1},     {T::BF16, 32},   {T::Q4_0, 2},    {T::Q4_1, 3},    {T::Q5_0, 8},
+      {T::Q5_1, 9},     {T::Q8_0, 7},    {T::Q2_K, 10},   {T::Q3_K, 12},   {T::Q4_K, 15},   {T::Q5_K, 17},
+      {T::Q6_K, 18},    {T::IQ4_NL, 25}, {T::IQ4_XS, 30}, {T::IQ3_S, 26},  {T::TQ1_0, 36},  {T::TQ2_0, 37},
+      {T::MXFP4, 38},   {T::NVFP4, 39},  {T::Q1_0, 40},   {T::Q2_0, 41},   {T::IQ2_XXS, 19}, {T::IQ2_XS, 20},
+      {T::IQ2_S, 29},   {T::IQ3_XXS, 23}, {T::IQ1_S, 24}, {T::IQ1_M, 31},
+  };
+  std::map<uint32_t, T> got_default;
+  std::map<T, uint32_t> got_selected;
+  for (const FileTypeInfo& f : all_file_types()) {
+    if (f.default_type) got_default[f.id] = *f.default_type;
+    EXPECT_EQ(file_type_default_type(f.id), f.default_type) << f.name;
+    if (f.selected_by) {
+      EXPECT_TRUE(got_selected.emplace(*f.selected_by, f.id).second) << "two presets selected by one type: " << f.name;
+      EXPECT_EQ(file_type_for_type(*f.selected_by), f.id) << f.name;
+    }
+  }
+  EXPECT_EQ(got_default, want_default);
+  EXPECT_EQ(got_selected, want_selected);
+  EXPECT_EQ(file_type_default_type(4), std::nullopt);
+  EXPECT_EQ(file_type_default_type(1024), std::nullopt);
+  EXPECT_EQ(file_type_for_type(T::I8), std::nullopt);
+  EXPECT_EQ(file_type_for_type(T::Q8_1), std::nullopt);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // a Hugging Face safetensors checkpoint to GGUF as llama.cpp's convert_hf_to_gguf.py writes it,
 // streamed tensor by tensor. Prints the output path (or, with --dry-run, the plan) on stdout,
 // progress on stderr.
-#include <chrono>
 #include <csignal>
 
 #include <fmt/format.h>
@@ -91,26 +90,16 @@ int run_convert(const ConvertArgs& args) {
     }
     return kOk;
   }
-  std::vector<uint64_t> cumulative;
-  uint64_t sum = 0;
-  for (const auto& t : plan->tensors) cumulative.push_back(sum += t.bytes);
-  const auto start = std::chrono::steady_clock::now();
+  std::vector<uint64_t> bytes;
+  for (const auto& t : plan->tensors) bytes.push_back(t.bytes);
+  const LongRun run("convert", std::move(bytes));
   options.progress = [&](size_t done, size_t all) {
-    const double fraction = sum ? static_cast<double>(cumulative[done - 1]) / static_cast<double>(sum) : 1.0;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
     const auto& t = plan->tensors[done - 1];
-    fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left, t.gguf_name,
-               ggufkit::type_name(t.type));
+    run.tensor_done(done, all, t.gguf_name, ggufkit::type_name(t.type));
   };
-  watch_interrupts();
-  if (auto r = ggufkit::write_converted(*plan, args.output, options); !r) {
-    if (interrupt_flag().load()) {
-      fmt::print(stderr, "gguf: convert: interrupted; {} was not written\n", args.output);
-      return kInterrupted;
-    }
-    report_error(args.output, r.error());
-    return kUsageOrIoError;
+  if (const int status = run.finish(ggufkit::write_converted(*plan, args.output, options), args.output, args.output);
+      status != kOk) {
+    return status;
   }
   fmt::print("{}\n", args.output);
   return kOk;

@@ -71,7 +71,7 @@ int run_extract(const ExtractArgs& args) {
     const ggufkit::TensorInfo& t = *chosen[i]->info;
     const fs::path target = to_directory ? out / file_name_for(t.name) : out;
     if (chosen.size() > 1) fmt::print(stderr, "[{}/{}] {}\n", i + 1, chosen.size(), t.name);
-    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target); !r) {
+    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false); !r) {
       report_error(model->paths()[chosen[i]->shard].string(), r.error());
       return kUsageOrIoError;
     }

@@ -106,7 +106,7 @@ int run_hash(const HashArgs& args) {
     report_error(args.file, model.error());
     return kUsageOrIoError;
   }
-  const Manifest actual = ggufkit::hash_model(*model, *algorithm, args.threads);
+  const Manifest actual = ggufkit::hash_model(*model, *algorithm, ggufkit::Threads{args.threads});
   std::string out;
   int status = kOk;
   if (expected) {

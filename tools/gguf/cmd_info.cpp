@@ -23,28 +23,6 @@ struct InfoArgs {
 
 using ggufkit::ModelMetadata;
 
-// summarize() over every shard's tensors (the same rules: types by elements, most first, ties by id).
-ggufkit::FileSummary summarize_model(const ggufkit::SplitModel& model) {
-  if (!model.is_split()) return ggufkit::summarize(model.metadata_file());
-  ggufkit::FileSummary s;
-  std::map<uint32_t, ggufkit::TypeUsage> by_type;
-  for (const ggufkit::ModelTensor& mt : model.tensors()) {
-    const ggufkit::TensorInfo& t = *mt.info;
-    auto& u = by_type.try_emplace(static_cast<uint32_t>(t.type), ggufkit::TypeUsage{t.type}).first->second;
-    ++u.tensors;
-    u.elements += static_cast<uint64_t>(t.n_elements());
-    u.bytes += t.size;
-    s.parameters += static_cast<uint64_t>(t.n_elements());
-    s.tensor_bytes += t.size;
-  }
-  for (const auto& [id, usage] : by_type) s.types.push_back(usage);
-  std::stable_sort(s.types.begin(), s.types.end(),
-                   [](const ggufkit::TypeUsage& a, const ggufkit::TypeUsage& b) { return a.elements > b.elements; });
-  s.bits_per_weight =
-      s.parameters == 0 ? 0.0 : 8.0 * static_cast<double>(s.tensor_bytes) / static_cast<double>(s.parameters);
-  return s;
-}
-
 std::string file_type_text(const ModelMetadata& meta) {
   const auto ft = meta.file_type();
   if (!ft) return "not set";
@@ -99,7 +77,7 @@ std::vector<Hyperparameter> hyperparameters(const ModelMetadata& meta) {
 void info_text(std::string& out, const std::string& path, const ggufkit::SplitModel& model) {
   const ggufkit::GgufFile& f = model.metadata_file();
   const ModelMetadata meta(f);
-  const ggufkit::FileSummary s = summarize_model(model);
+  const ggufkit::FileSummary s = ggufkit::summarize(model);
   auto it = std::back_inserter(out);
   fmt::format_to(it, "{}\n", path);
   fmt::format_to(it, "  format        GGUF v{}, {}-endian, alignment {}, data at offset {}\n", f.version(),
@@ -157,7 +135,7 @@ void info_text(std::string& out, const std::string& path, const ggufkit::SplitMo
 void info_json(std::string& out, const std::string& path, const ggufkit::SplitModel& model) {
   const ggufkit::GgufFile& f = model.metadata_file();
   const ModelMetadata meta(f);
-  const ggufkit::FileSummary s = summarize_model(model);
+  const ggufkit::FileSummary s = ggufkit::summarize(model);
   auto it = std::back_inserter(out);
   out += "{\"file\":";
   ggufkit::json::append_string(out, path);

@@ -3,7 +3,6 @@
 // Without --pure, TYPE's preset chooses each tensor's type as llama-quantize does (Q4_K_M gives some
 // tensors Q6_K...).
 #include <csignal>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -170,30 +169,16 @@ int run_quantize(const QuantizeArgs& args) {
     return kOk;
   }
   // Progress on stderr: tensor, percent of the bytes, time left.
-  std::vector<uint64_t> cumulative;
-  uint64_t sum = 0;
-  for (const auto& p : plan->tensors) {
-    sum += p.bytes;
-    cumulative.push_back(sum);
-  }
-  const auto start = std::chrono::steady_clock::now();
+  std::vector<uint64_t> bytes;
+  for (const auto& p : plan->tensors) bytes.push_back(p.bytes);
+  const LongRun run("quantize", std::move(bytes));
   options.progress = [&](size_t done, size_t all) {
-    const double fraction = sum ? static_cast<double>(cumulative[done - 1]) / static_cast<double>(sum) : 1.0;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
     const auto& p = plan->tensors[done - 1];
-    fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left,
-               p.tensor->name, ggufkit::type_name(p.target));
+    run.tensor_done(done, all, p.tensor->name, ggufkit::type_name(p.target));
   };
-  watch_interrupts();
-  auto r = ggufkit::quantize_model(*input, args.output, options);
-  if (!r) {
-    if (interrupt_flag().load()) {
-      fmt::print(stderr, "gguf: quantize: interrupted; {} was not written\n", args.output);
-      return kInterrupted;
-    }
-    report_error(args.input, r.error());
-    return kUsageOrIoError;
+  if (const int status = run.finish(ggufkit::quantize_model(*input, args.output, options), args.output, args.input);
+      status != kOk) {
+    return status;
   }
   for (const auto& out : outputs) fmt::print("{}\n", out.string());
   return kOk;

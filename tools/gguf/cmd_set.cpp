@@ -79,7 +79,7 @@ int run_set(SetArgs& args) {
     changes.push_back(ggufkit::MetadataChange::set(args.pairs[0], ggufkit::MetadataValue::string(text)));
   } else if (!args.json.empty()) {
     const ggufkit::KeyValue* kv = file->find(args.pairs[0]);
-    auto value = value_from_json(args.json, type, kv ? &kv->value : nullptr);
+    auto value = ggufkit::parse_json_value(args.json, type, kv ? &kv->value : nullptr);
     if (!value) {
       auto e = std::move(value).error();
       e.subject = args.pairs[0];

@@ -34,10 +34,5 @@ int run_edit(const EditTarget& target, const std::vector<ggufkit::MetadataChange
 int run_edit(const EditTarget& target, const ggufkit::GgufFile& file,
              const std::vector<ggufkit::MetadataChange>& changes);
 
-// A value from JSON text: `type` is the scalar type, or for arrays the element type (nullopt: from
-// the existing value `like`, else inferred from the JSON).
-ggufkit::Expected<ggufkit::MetadataValue> value_from_json(std::string_view json_text,
-                                                          std::optional<ggufkit::ValueType> type,
-                                                          const ggufkit::ValueView* like);
 
 }  // namespace gguf_cli

@@ -36,6 +36,32 @@ void watch_interrupts() {
   std::signal(SIGTERM, on_interrupt);
 }
 
+LongRun::LongRun(std::string verb, std::vector<uint64_t> tensor_bytes)
+    : verb_(std::move(verb)), start_(std::chrono::steady_clock::now()) {
+  cumulative_.reserve(tensor_bytes.size());
+  for (uint64_t b : tensor_bytes) cumulative_.push_back(total_ += b);
+  watch_interrupts();
+}
+
+void LongRun::tensor_done(size_t done, size_t all, std::string_view name, std::string_view type) const {
+  const double fraction = total_ != 0 && done >= 1 && done <= cumulative_.size()
+                              ? static_cast<double>(cumulative_[done - 1]) / static_cast<double>(total_)
+                              : 1.0;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+  fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left, name, type);
+}
+
+int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const {
+  if (result) return kOk;
+  if (interrupt_flag().load()) {
+    fmt::print(stderr, "gguf: {}: interrupted; {} was not written\n", verb_, output);
+    return kInterrupted;
+  }
+  report_error(error_file, result.error());
+  return kUsageOrIoError;
+}
+
 std::string value_type_text(const ggufkit::ValueView& v) {
   if (const auto arr = v.as_array()) return fmt::format("{}[{}]", ggufkit::value_type_name(arr->element_type()), arr->size());
   return std::string(ggufkit::value_type_name(v.type()));

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ggufkit/error.h"
 #include "ggufkit/reader.h"
@@ -30,6 +32,28 @@ int write_result(std::string_view text);
 std::atomic<bool>& interrupt_flag();
 void watch_interrupts();
 inline constexpr int kInterrupted = 130;
+
+// The one helper behind the long-running verbs that write a model tensor by tensor (quantize,
+// convert): progress on stderr after each tensor (its place, the share of the bytes done, the time
+// left), cancellation by SIGINT/SIGTERM (watched from construction; the library's cancel flag is
+// interrupt_flag()), and the exit status of the result: 0, 130 "interrupted; OUTPUT was not written",
+// or 2 with the error.
+class LongRun {
+ public:
+  // `tensor_bytes`: each tensor's share of the work, in the order the library reports them.
+  LongRun(std::string verb, std::vector<uint64_t> tensor_bytes);
+
+  // After tensor `done` (1-based) of `all`: "[   3/12]  25.0%     1.2s left  NAME -> TYPE".
+  void tensor_done(size_t done, size_t all, std::string_view name, std::string_view type) const;
+  // The exit status for the library's result; `error_file` is the file an error is reported for.
+  int finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const;
+
+ private:
+  std::string verb_;
+  std::vector<uint64_t> cumulative_;
+  uint64_t total_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
 
 // A value's type as dump and diff print it: "uint32", "string[512]".
 std::string value_type_text(const ggufkit::ValueView& v);

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "../../src/hash/sha256.h"
+#include "hash/sha256.h"
 
 namespace ggufkit::digest {
 namespace {

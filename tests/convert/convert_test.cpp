@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/model_name.h"
 #include "ggufkit/convert.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "../../src/check/check_internal.h"
+#include "check/check_internal.h"
 #include "tokenizer_rope_lora_fixtures.h"
 
 namespace ggufkit {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make install` as a user runs it, checked end to end:
-#   tests/install/test_install.sh BUILD_DIR SOURCE_DIR
+#   tests/install/install_test.sh BUILD_DIR SOURCE_DIR
 # Installs BUILD_DIR into a fresh prefix with `cmake --install --strip`, then checks the complete
 # list of installed files, that the CLI is stripped and runs, that an outside project builds and
 # runs against the package with CMake (find_package) and with pkg-config, that the man page is

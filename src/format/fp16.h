@@ -1,11 +1,12 @@
 // Half and bfloat16 conversions, bit-identical to ggml's scalar ones (round to nearest even,
-// NaN kept as a quiet NaN).
+// NaN kept as a quiet NaN). Number formats of the file format, used by the kernels (quant/), the
+// converter and extract.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
-namespace ggufkit::quant {
+namespace ggufkit::format {
 
 inline float fp16_to_fp32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -44,4 +45,4 @@ inline uint16_t fp32_to_bf16(float f) {
   return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 
-}  // namespace ggufkit::quant
+}  // namespace ggufkit::format
