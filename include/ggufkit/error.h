@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,17 +40,24 @@ enum class ErrorCode : uint16_t {
   bad_header,              // safetensors: a header too large, not JSON, or not of the format's shape
   tensor_size_mismatch,    // safetensors: data_offsets span not the size shape and dtype need
   index_mismatch,          // safetensors: model.safetensors.index.json disagrees with its shards
+  cancelled,               // the caller asked a long operation to stop (RunOptions::cancel); nothing written
 };
 
 std::string_view error_code_name(ErrorCode code);
 
+// Context is in fields, not pasted into the message (as LLVM's createFileError wraps an error with
+// its file): whoever reports the error decides how to show it.
 struct Error {
   ErrorCode code = ErrorCode::io_error;
-  uint64_t offset = 0;      // byte offset in the file the problem was found at
-  std::string subject;      // the key or tensor concerned, empty when none
-  std::string message;      // one sentence, no trailing period needed
+  std::optional<uint64_t> offset;  // byte offset in the file the problem was found at; none for I/O,
+                                   // argument and cancellation errors
+  std::string subject;             // the key or tensor concerned, empty when none
+  std::string message;             // one sentence, no trailing period needed
+  std::string file;                // the file it concerns when the library knows better than the
+                                   // caller (a shard of a split model, a checkpoint's JSON); else empty
 
-  // "offset 1234: key 'general.alignment': alignment 3 is not a power of two"
+  // "offset 1234: 'general.alignment': alignment 3 is not a power of two": the offset when there is
+  // one, the subject when there is one, the message. The file is not included (see `file`).
   std::string describe() const;
 };
 
@@ -94,8 +102,13 @@ class [[nodiscard]] Expected<void> {
   bool ok_ = true;
 };
 
-inline Error make_error(ErrorCode code, uint64_t offset, std::string subject, std::string message) {
-  return Error{code, offset, std::move(subject), std::move(message)};
+inline Error make_error(ErrorCode code, std::optional<uint64_t> offset, std::string subject, std::string message) {
+  return Error{code, offset, std::move(subject), std::move(message), {}};
+}
+// The same error, about `file` (unless it already names a file).
+inline Error with_file(Error e, std::string file) {
+  if (e.file.empty()) e.file = std::move(file);
+  return e;
 }
 
 }  // namespace ggufkit

@@ -40,11 +40,11 @@ constexpr int64_t kMaxConfigValue = int64_t{1} << 31; // bound on sizes read fro
 constexpr std::string_view kConfigFile = "config.json";
 
 Error config_error(std::string key, std::string message) {
-  return make_error(ErrorCode::invalid_argument, 0, fmt::format("config.json: {}", key), std::move(message));
+  return make_error(ErrorCode::invalid_argument, std::nullopt, fmt::format("config.json: {}", key), std::move(message));
 }
 
 Error tensor_error(std::string_view name, std::string message) {
-  return make_error(ErrorCode::invalid_argument, 0, std::string(name), std::move(message));
+  return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(name), std::move(message));
 }
 
 // config.json, read and checked.
@@ -80,13 +80,13 @@ struct HfConfig {
 Expected<HfConfig> read_config(const std::filesystem::path& dir) {
   const auto path = dir / kConfigFile;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::io_error, 0, std::string(kConfigFile), fmt::format("cannot open {}", path.string()));
+  if (!in) return make_error(ErrorCode::io_error, std::nullopt, std::string(kConfigFile), fmt::format("cannot open {}", path.string()));
   std::stringstream text;
   text << in.rdbuf();
   HfConfig c;
   c.root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (c.root.is_discarded() || !c.root.is_object()) {
-    return make_error(ErrorCode::bad_header, 0, std::string(kConfigFile), "not a JSON object");
+    return make_error(ErrorCode::bad_header, std::nullopt, std::string(kConfigFile), "not a JSON object");
   }
   for (auto [field, key] : {std::pair{&c.block_count, "num_hidden_layers"}, {&c.n_embd, "hidden_size"},
                             {&c.n_ff, "intermediate_size"}, {&c.n_head, "num_attention_heads"}, {&c.vocab, "vocab_size"}}) {
@@ -516,7 +516,7 @@ class TensorStream {
     const uint64_t dst_row = *row_size(t.type, t.shape[0]);
     while (!out.empty()) {
       if (index != index_ || offset < step_begin_ || offset >= step_end_) {
-        if (options_.cancel != nullptr && options_.cancel->load()) return make_error(ErrorCode::io_error, 0, {}, "cancelled");
+        if (options_.cancel != nullptr && options_.cancel->load()) return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled");
         const int64_t rows_per_step = std::max<int64_t>(1, kValuesPerStep / t.shape[0]);
         const auto first = static_cast<int64_t>(offset / dst_row) / rows_per_step * rows_per_step;
         const int64_t rows = std::min(rows_per_step, total_rows(t) - first);
@@ -631,7 +631,7 @@ std::optional<uint32_t> convert_file_type(TensorType out_type) { return file_typ
 
 Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const ConvertOptions& options) {
   if (!convert_accepts_out_type(options.out_type)) {
-    return make_error(ErrorCode::invalid_argument, 0, {},
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                       fmt::format("cannot convert to {}", type_name(options.out_type)));
   }
   auto config = read_config(model_dir);

@@ -47,7 +47,8 @@ using json = nlohmann::json;
 enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 Error tokenizer_error(ErrorCode code, const fs::path& file, std::string message) {
-  return make_error(code, 0, file.filename().string(), file.filename().string() + ": " + std::move(message));
+  // The file is the subject (and the error's file); the message does not repeat it.
+  return with_file(make_error(code, std::nullopt, file.filename().string(), std::move(message)), file.filename().string());
 }
 
 // Reads and parses a JSON file; nullopt when the file does not exist.
@@ -810,7 +811,7 @@ Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& mo
   } catch (const std::exception& e) {
     // A backstop: the code above checks types before reading values, so this is a bug or
     // an allocation failure, reported as an error rather than thrown at the caller.
-    return make_error(ErrorCode::bad_header, 0, "tokenizer.json", std::string("tokenizer conversion failed: ") + e.what());
+    return make_error(ErrorCode::bad_header, std::nullopt, "tokenizer.json", std::string("tokenizer conversion failed: ") + e.what());
   }
 }
 

@@ -756,20 +756,20 @@ Expected<SafetensorsIndex> SafetensorsIndex::parse(std::string_view json, const 
   } catch (const nlohmann::json::parse_error& e) {
     return make_error(ErrorCode::bad_header, e.byte > 0 ? e.byte - 1 : 0, {}, "index is not valid JSON: " + json_error_text(e));
   } catch (const std::exception& e) {  // nlohmann's other exceptions (none expected when parsing)
-    return make_error(ErrorCode::bad_header, 0, {}, "index is not valid JSON: " + json_error_text(e));
+    return make_error(ErrorCode::bad_header, std::nullopt, {}, "index is not valid JSON: " + json_error_text(e));
   }
 
-  if (!doc.is_object()) return make_error(ErrorCode::bad_header, 0, {}, "index is not a JSON object");
+  if (!doc.is_object()) return make_error(ErrorCode::bad_header, std::nullopt, {}, "index is not a JSON object");
   SafetensorsIndex index;
   if (const auto it = doc.find("metadata"); it != doc.end() && !it->is_null()) {
-    if (!it->is_object()) return make_error(ErrorCode::bad_header, 0, "metadata", "index \"metadata\" is not an object");
+    if (!it->is_object()) return make_error(ErrorCode::bad_header, std::nullopt, "metadata", "index \"metadata\" is not an object");
     for (const auto& [k, v] : it->items()) {
       index.metadata.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     }
   }
   const auto map = doc.find("weight_map");
   if (map == doc.end() || !map->is_object()) {
-    return make_error(ErrorCode::bad_header, 0, "weight_map", "index has no \"weight_map\" object");
+    return make_error(ErrorCode::bad_header, std::nullopt, "weight_map", "index has no \"weight_map\" object");
   }
   size_t i = 0;
   for (const auto& [tensor, shard] : map->items()) {
@@ -793,7 +793,7 @@ Expected<SafetensorsIndex> SafetensorsIndex::open(const std::filesystem::path& p
   auto mapped = MappedFile::open(path);
   if (!mapped) return std::move(mapped).error();
   if (mapped->size() > options.max_header_bytes) {
-    return make_error(ErrorCode::bad_header, 0, {},
+    return make_error(ErrorCode::bad_header, std::nullopt, {},
                       fmt::format("index of {} bytes is over the limit of {} bytes", mapped->size(), options.max_header_bytes));
   }
   const std::span<const std::byte> bytes = mapped->bytes();
@@ -804,10 +804,7 @@ Expected<SafetensorsIndex> SafetensorsIndex::open(const std::filesystem::path& p
 
 namespace {
 
-Error in_file(Error e, std::string_view file) {
-  e.message = fmt::format("{}: {}", file, e.message);
-  return e;
-}
+Error in_file(Error e, std::string_view file) { return with_file(std::move(e), std::string(file)); }
 
 }  // namespace
 
@@ -823,7 +820,7 @@ Expected<SafetensorsModel> SafetensorsModel::open(const std::filesystem::path& d
   } else if (std::filesystem::exists(dir / kSafetensorsSingleFileName, ec)) {
     model.shard_files_.emplace_back(kSafetensorsSingleFileName);
   } else {
-    return make_error(ErrorCode::io_error, 0, {},
+    return make_error(ErrorCode::io_error, std::nullopt, {},
                       fmt::format("{} has neither {} nor {}", dir.string(), kSafetensorsSingleFileName,
                                   kSafetensorsIndexFileName));
   }

@@ -38,11 +38,11 @@ struct Entry {
 };
 
 Error edit_error(std::string subject, std::string message) {
-  return make_error(ErrorCode::invalid_argument, 0, std::move(subject), std::move(message));
+  return make_error(ErrorCode::invalid_argument, std::nullopt, std::move(subject), std::move(message));
 }
 
 Error io_failure(const std::filesystem::path& path, const std::string& what) {
-  return make_error(ErrorCode::io_error, 0, {}, fmt::format("{} {}: {}", what, path.string(), std::strerror(errno)));
+  return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{} {}: {}", what, path.string(), std::strerror(errno)));
 }
 
 // The alignment the new metadata asks for, checked as gguf.cpp checks it.
@@ -51,7 +51,7 @@ Expected<uint32_t> alignment_of(const std::vector<Entry>& entries) {
     if (e.key != keys::kAlignment) continue;
     const auto v = ValueView(e.type, e.encoded).get<uint32_t>();
     if (!v || *v == 0 || !std::has_single_bit(*v)) {
-      return make_error(ErrorCode::bad_alignment, 0, e.key, "general.alignment must be a uint32 power of two");
+      return make_error(ErrorCode::bad_alignment, std::nullopt, e.key, "general.alignment must be a uint32 power of two");
     }
     return *v;
   }
@@ -246,13 +246,13 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
   struct stat source_stat {};
   if (::stat(source.c_str(), &source_stat) != 0) return io_failure(source, "cannot read");
   if (static_cast<uint64_t>(source_stat.st_size) != file.file_size()) {
-    return make_error(ErrorCode::io_error, 0, {}, fmt::format("{} changed since it was read", source.string()));
+    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{} changed since it was read", source.string()));
   }
   struct stat target_stat {};
   const bool target_exists = ::stat(target.c_str(), &target_stat) == 0;
   const bool same_file = target_exists && target_stat.st_dev == source_stat.st_dev && target_stat.st_ino == source_stat.st_ino;
   if (same_file && is_read_only(source_stat)) {
-    return make_error(ErrorCode::io_error, 0, {}, fmt::format("{} is read-only: not modified", source.string()));
+    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{} is read-only: not modified", source.string()));
   }
   if (same_file && plan.mode == EditMode::unchanged) return {};
 
@@ -268,7 +268,7 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
     std::vector<std::byte> current(plan.old_data_offset);
     const ssize_t got = ::pread(fd, current.data(), current.size(), 0);
     if (got != static_cast<ssize_t>(current.size()) || !std::ranges::equal(current, file.bytes().first(plan.old_data_offset))) {
-      return make_error(ErrorCode::io_error, 0, {},
+      return make_error(ErrorCode::io_error, std::nullopt, {},
                         fmt::format("{} changed since it was read: not modified", source.string()));
     }
     const ssize_t put = ::pwrite(fd, plan.header.data() + plan.write_offset, plan.write_length,

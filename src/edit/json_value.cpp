@@ -10,7 +10,7 @@
 namespace ggufkit {
 namespace {
 
-Error usage_error(std::string message) { return make_error(ErrorCode::invalid_argument, 0, {}, std::move(message)); }
+Error usage_error(std::string message) { return make_error(ErrorCode::invalid_argument, std::nullopt, {}, std::move(message)); }
 
 // The leaf type of a JSON value: what every scalar in it can be stored as.
 Expected<ValueType> infer_leaf_type(const nlohmann::json& j) {

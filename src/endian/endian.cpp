@@ -89,7 +89,7 @@ void swap_blocks(const BlockSwapLayout& layout, std::span<std::byte> data) {
 }
 
 Error unknown_layout(TensorType type) {
-  return make_error(ErrorCode::invalid_argument, 0, {},
+  return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                     fmt::format("the byte layout of {} blocks is not known: cannot change their byte order",
                                 type_name(type)));
 }
@@ -110,7 +110,7 @@ Expected<void> swap_tensor_data(TensorType type, std::span<std::byte> data) {
   const auto layout = block_swap_layout(type);
   if (!layout) return unknown_layout(type);
   if (data.size() % layout->block_bytes != 0) {
-    return make_error(ErrorCode::invalid_argument, 0, {},
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                       fmt::format("{} bytes are not a whole number of {}-byte {} blocks", data.size(),
                                   layout->block_bytes, type_name(type)));
   }
@@ -173,7 +173,7 @@ Expected<void> convert_endian(const GgufFile& in, const std::filesystem::path& o
                               const ConvertEndianOptions& options) {
   const ConvertEndianPlan plan = plan_convert_endian(in, to);
   if (plan.swaps() && !plan.unsupported.empty()) {
-    return make_error(ErrorCode::invalid_argument, 0, plan.unsupported.front(),
+    return make_error(ErrorCode::invalid_argument, std::nullopt, plan.unsupported.front(),
                       fmt::format("{} tensor(s) have a type whose byte layout is not known, first {}: cannot convert",
                                   plan.unsupported.size(), plan.unsupported.front()));
   }

@@ -37,7 +37,7 @@ Expected<NpyLayout> npy_layout(const TensorInfo& tensor, ExtractType type) {
   for (uint32_t d = tensor.n_dims; d-- > 0;) layout.shape.push_back(tensor.ne[d]);
   if (type == ExtractType::f32 || type == ExtractType::f16) {
     if (!quant_capabilities(tensor.type).dequantize) {
-      return make_error(ErrorCode::invalid_argument, 0, std::string(tensor.name),
+      return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(tensor.name),
                         fmt::format("cannot convert {} to floats yet; use --type raw", type_name(tensor.type)));
     }
     layout.descr = type == ExtractType::f32 ? "<f4" : "<f2";

@@ -33,12 +33,13 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::bad_header: return "bad_header";
     case ErrorCode::tensor_size_mismatch: return "tensor_size_mismatch";
     case ErrorCode::index_mismatch: return "index_mismatch";
+    case ErrorCode::cancelled: return "cancelled";
   }
   return "unknown_error";
 }
 
 std::string Error::describe() const {
-  std::string out = fmt::format("offset {}: ", offset);
+  std::string out = offset ? fmt::format("offset {}: ", *offset) : std::string();
   if (!subject.empty()) out += fmt::format("'{}': ", subject);
   out += message;
   return out;

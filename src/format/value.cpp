@@ -199,12 +199,12 @@ MetadataValue MetadataValue::string_array(const std::vector<std::string>& values
 
 Expected<MetadataValue> MetadataValue::array_of(ValueType element_type, std::span<const MetadataValue> elements) {
   if (static_cast<uint32_t>(element_type) >= kValueTypeIdLimit) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, "unknown array element type");
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "unknown array element type");
   }
   MetadataValue m = array_header(element_type, elements.size());
   for (const MetadataValue& e : elements) {
     if (e.type_ != element_type) {
-      return make_error(ErrorCode::invalid_argument, 0, {},
+      return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                         "array elements must all have the array's element type");
     }
     m.bytes_.insert(m.bytes_.end(), e.bytes_.begin(), e.bytes_.end());

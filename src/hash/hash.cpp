@@ -127,7 +127,7 @@ Expected<Manifest> parse_manifest(std::string_view text) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() || line.front() == '#') continue;
     const auto bad = [&](std::string_view why) {
-      return make_error(ErrorCode::invalid_argument, 0, fmt::format("line {}", line_no),
+      return make_error(ErrorCode::invalid_argument, std::nullopt, fmt::format("line {}", line_no),
                         fmt::format("manifest line {}: {}", line_no, why));
     };
     const size_t sp1 = line.find(' ');
@@ -166,7 +166,7 @@ Expected<Manifest> parse_manifest(std::string_view text) {
     (kind == "file" ? m.files : m.tensors).push_back(std::move(e));
   }
   if (!have_algorithm) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, "not a gguf hash manifest: no 'algorithm' line");
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "not a gguf hash manifest: no 'algorithm' line");
   }
   return m;
 }

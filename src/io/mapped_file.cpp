@@ -17,17 +17,17 @@ namespace ggufkit {
 Expected<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return make_error(ErrorCode::io_error, 0, {}, fmt::format("cannot open: {}", std::strerror(errno)));
+    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("cannot open: {}", std::strerror(errno)));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
-    return make_error(ErrorCode::io_error, 0, {}, fmt::format("cannot stat: {}", std::strerror(e)));
+    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("cannot stat: {}", std::strerror(e)));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return make_error(ErrorCode::io_error, 0, {}, "not a regular file");
+    return make_error(ErrorCode::io_error, std::nullopt, {}, "not a regular file");
   }
   MappedFile m;
   m.size_ = static_cast<size_t>(st.st_size);
@@ -36,7 +36,7 @@ Expected<MappedFile> MappedFile::open(const std::filesystem::path& path) {
     if (p == MAP_FAILED) {
       const int e = errno;
       ::close(fd);
-      return make_error(ErrorCode::io_error, 0, {}, fmt::format("cannot map: {}", std::strerror(e)));
+      return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("cannot map: {}", std::strerror(e)));
     }
     m.data_ = static_cast<const std::byte*>(p);
   }

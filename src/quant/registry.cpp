@@ -107,12 +107,12 @@ QuantCapabilities quant_capabilities(TensorType type) {
 Expected<void> dequantize(TensorType type, std::span<const std::byte> src, std::span<float> dst, Threads threads) {
   const quant::TypeKernels* k = kernels_of(type);
   if (k == nullptr || k->dequantize == nullptr) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("cannot dequantize type {}", static_cast<uint32_t>(type)));
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, fmt::format("cannot dequantize type {}", static_cast<uint32_t>(type)));
   }
   const TypeTraits& traits = type_traits(type);
   const auto need = row_size(type, static_cast<int64_t>(dst.size()));
   if (!need || *need != src.size()) {
-    return make_error(ErrorCode::invalid_argument, 0, {},
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                       fmt::format("{} bytes of {} do not hold {} elements", src.size(), traits.name, dst.size()));
   }
   // Blocks are independent: the pool's threads decode runs of them (about 64 Ki values each).
@@ -130,28 +130,28 @@ Expected<void> quantize(TensorType type, std::span<const float> src, std::span<s
                         std::span<const float> imatrix, Threads threads) {
   const quant::TypeKernels* k = kernels_of(type);
   if (k == nullptr || k->quantize == nullptr) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("cannot quantize to type {}", static_cast<uint32_t>(type)));
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, fmt::format("cannot quantize to type {}", static_cast<uint32_t>(type)));
   }
   const TypeTraits& traits = type_traits(type);
   if (n_per_row <= 0 || src.size() % static_cast<uint64_t>(n_per_row) != 0) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, "the input is not a whole number of rows");
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "the input is not a whole number of rows");
   }
   const auto row = row_size(type, n_per_row);
   if (!row) {
-    return make_error(ErrorCode::block_size_mismatch, 0, {},
+    return make_error(ErrorCode::block_size_mismatch, std::nullopt, {},
                       fmt::format("rows of {} are not a multiple of {}'s block size {}", n_per_row, traits.name,
                                   traits.block_size));
   }
   const uint64_t nrows = src.size() / static_cast<uint64_t>(n_per_row);
   const auto need = checked::mul(nrows, *row);
   if (!need || *need != dst.size()) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, "the output does not have the size of the quantized rows");
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "the output does not have the size of the quantized rows");
   }
   if (!imatrix.empty() && imatrix.size() != static_cast<uint64_t>(n_per_row)) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, "the importance matrix must have one weight per column");
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "the importance matrix must have one weight per column");
   }
   if (imatrix.empty() && k->requires_imatrix) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("{} needs an importance matrix", traits.name));
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, fmt::format("{} needs an importance matrix", traits.name));
   }
   const float* weights = imatrix.empty() || !k->accepts_imatrix ? nullptr : imatrix.data();
   // Rows are independent (ggml quantizes row by row too): the pool's threads take runs of rows.

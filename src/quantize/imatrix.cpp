@@ -24,7 +24,7 @@ constexpr std::string_view kCountsSuffix = ".counts";
 Expected<uint32_t> required_u32(const GgufFile& file, std::string_view key) {
   const KeyValue* kv = file.find(key);
   if (kv == nullptr) {
-    return make_error(ErrorCode::invalid_argument, 0, std::string(key),
+    return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(key),
                       "missing imatrix metadata: llama-quantize refuses a GGUF importance matrix without it");
   }
   const auto value = kv->value.get<uint32_t>();
@@ -91,12 +91,12 @@ Expected<ImportanceMatrix> parse_gguf_form(std::span<const std::byte> bytes) {
   if (!opened) return std::move(opened).error();
   const GgufFile& file = *opened;
   if (file.tensors().empty()) {
-    return make_error(ErrorCode::bad_count, 0, {}, "the importance matrix holds no tensors");
+    return make_error(ErrorCode::bad_count, std::nullopt, {}, "the importance matrix holds no tensors");
   }
 
   ImportanceMatrix matrix;
   if (file.find(kImatrixDatasetsKey) == nullptr) {
-    return make_error(ErrorCode::invalid_argument, 0, std::string(kImatrixDatasetsKey),
+    return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(kImatrixDatasetsKey),
                       "missing imatrix metadata: llama-quantize refuses a GGUF importance matrix without it");
   }
   auto chunk_count = required_u32(file, kImatrixChunkCountKey);
@@ -132,7 +132,7 @@ Expected<ImportanceMatrix> parse_gguf_form(std::span<const std::byte> bytes) {
     matrix.entries.push_back({name, std::move(values).value()});
   }
   if (matrix.entries.empty()) {
-    return make_error(ErrorCode::bad_count, 0, {}, "the importance matrix holds no .in_sum2/.counts tensors");
+    return make_error(ErrorCode::bad_count, std::nullopt, {}, "the importance matrix holds no .in_sum2/.counts tensors");
   }
   return matrix;
 }
@@ -194,7 +194,7 @@ Expected<ImportanceMatrix> parse_legacy_form(std::span<const std::byte> bytes) {
   auto n_entries = in.int32({}, "the entry count");
   if (!n_entries) return std::move(n_entries).error();
   if (*n_entries < 1 || static_cast<uint64_t>(*n_entries) > in.left() / kMinLegacyEntryBytes) {
-    return make_error(ErrorCode::bad_count, 0, {},
+    return make_error(ErrorCode::bad_count, std::nullopt, {},
                       fmt::format("{} entries in a legacy importance matrix of {} bytes", *n_entries, bytes.size()));
   }
 

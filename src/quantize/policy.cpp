@@ -130,7 +130,7 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
                                     const QuantizeOptions& options) {
   const auto default_type = file_type_default_type(options.file_type);
   if (!default_type) {
-    return make_error(ErrorCode::invalid_argument, 0, {},
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                       "file type " + std::to_string(options.file_type) + " has no quantization type");
   }
   const ImportanceMatrix* importance =
@@ -138,7 +138,7 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
   if (importance != nullptr) {
     for (const ImportanceEntry& e : importance->entries) {
       if (!std::ranges::all_of(e.values, [](float v) { return std::isfinite(v); })) {
-        return make_error(ErrorCode::invalid_argument, 0, e.name, "the importance matrix holds a value that is not finite");
+        return make_error(ErrorCode::invalid_argument, std::nullopt, e.name, "the importance matrix holds a value that is not finite");
       }
     }
   }
@@ -179,7 +179,7 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
     try {
       patterns.emplace_back(std::regex(o.pattern), o.type);
     } catch (const std::regex_error& e) {
-      return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("--tensor-type '{}': {}", o.pattern, e.what()));
+      return make_error(ErrorCode::invalid_argument, std::nullopt, {}, fmt::format("--tensor-type '{}': {}", o.pattern, e.what()));
     }
   }
   const auto first_pattern = [&](std::string_view name) -> std::optional<TensorType> {
@@ -270,12 +270,12 @@ Expected<QuantizePlan> plan_quantize(const SplitModel& input, const QuantizeOpti
 Expected<TensorTypeOverride> parse_tensor_type_override(std::string_view text) {
   const auto eq = text.find('=');
   if (eq == std::string_view::npos) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("'{}' is not PATTERN=TYPE", text));
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, fmt::format("'{}' is not PATTERN=TYPE", text));
   }
-  if (eq == 0) return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("'{}': no tensor pattern", text));
+  if (eq == 0) return make_error(ErrorCode::invalid_argument, std::nullopt, {}, fmt::format("'{}': no tensor pattern", text));
   const auto type = parse_tensor_type(text.substr(eq + 1));
   if (!type) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("'{}': '{}' is not a tensor type", text, text.substr(eq + 1)));
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, fmt::format("'{}': '{}' is not a tensor type", text, text.substr(eq + 1)));
   }
   TensorTypeOverride o;
   o.pattern = std::string(text.substr(0, eq));
@@ -287,7 +287,7 @@ Expected<TensorTypeOverride> parse_tensor_type_override(std::string_view text) {
 
 Expected<MetadataOverride> parse_metadata_override(std::string_view text) {
   const auto bad = [&](std::string_view why) {
-    return make_error(ErrorCode::invalid_argument, 0, {}, fmt::format("--override-kv '{}': {}", text, why));
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, fmt::format("--override-kv '{}': {}", text, why));
   };
   const auto eq = text.find('=');
   // llama_model_kv_override holds keys and strings in 128-byte arrays.

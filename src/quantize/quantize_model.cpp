@@ -34,7 +34,7 @@ namespace {
 constexpr int64_t kValuesPerStep = int64_t{1} << 22;  // values converted per step of the writer's stream
 constexpr int64_t kValuesPerTask = int64_t{1} << 15;  // values a thread widens to float32 at a time (128 KiB)
 
-Error cancelled() { return make_error(ErrorCode::io_error, 0, {}, "cancelled"); }
+Error cancelled() { return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled"); }
 
 // One tensor to convert.
 struct Conversion {
@@ -168,14 +168,14 @@ class ConversionStream {
   Expected<void> read(size_t index, uint64_t offset, std::span<std::byte> out) {
     while (!out.empty()) {
       if (consumed_ >= steps_.size() || steps_[consumed_].conversion != index) {
-        return make_error(ErrorCode::invalid_argument, 0, {}, "tensor data requested out of order");
+        return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "tensor data requested out of order");
       }
       const Step& step = steps_[consumed_];
       const Conversion& c = conversions_[index];
       const uint64_t step_start = static_cast<uint64_t>(step.first_row) * c.dst_row;
       const uint64_t step_bytes = static_cast<uint64_t>(step.rows) * c.dst_row;
       if (offset < step_start || offset >= step_start + step_bytes) {
-        return make_error(ErrorCode::invalid_argument, 0, {}, "tensor data requested out of order");
+        return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "tensor data requested out of order");
       }
       if (auto r = wait_for(consumed_); !r) return r;
       const std::byte* buffer = slots_[consumed_ % kSlots].get();

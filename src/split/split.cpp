@@ -20,7 +20,7 @@ bool is_split_key(std::string_view key) {
 }
 
 Error split_error(std::string subject, std::string message) {
-  return make_error(ErrorCode::invalid_argument, 0, std::move(subject), std::move(message));
+  return make_error(ErrorCode::invalid_argument, std::nullopt, std::move(subject), std::move(message));
 }
 
 // Reads a split key of exactly type T (llama.cpp's loader rejects any other type).
@@ -30,9 +30,10 @@ Expected<std::optional<T>> split_key(const GgufFile& file, std::string_view key,
   if (kv == nullptr) return std::optional<T>();
   const auto v = kv->value.get<T>();
   if (!v) {
-    return make_error(ErrorCode::invalid_argument, kv->offset, std::string(key),
-                      fmt::format("{}: the key is a {}; llama.cpp requires a {}", path,
-                                  value_type_name(kv->value.type()), value_type_name(value_type_of<T>::value)));
+    return with_file(make_error(ErrorCode::invalid_argument, kv->offset, std::string(key),
+                                fmt::format("the key is a {}; llama.cpp requires a {}", value_type_name(kv->value.type()),
+                                            value_type_name(value_type_of<T>::value))),
+                     path);
   }
   return std::optional<T>(*v);
 }
@@ -186,7 +187,7 @@ Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const S
   if (!options.input_path.empty()) {
     for (const ShardPlan& s : plan.shards) {
       if (std::filesystem::equivalent(options.input_path, s.path, ec)) {
-        return make_error(ErrorCode::io_error, 0, {}, fmt::format("{}: the shard would replace the input", s.path));
+        return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the shard would replace the input"), s.path);
       }
     }
   }
@@ -207,9 +208,7 @@ Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const S
     }
     if (auto r = b->write_file(plan.shards[i].path, write_options); !r) {
       undo();
-      Error e = std::move(r).error();
-      e.message = fmt::format("{}: {}", plan.shards[i].path, e.message);
-      return e;
+      return with_file(std::move(r).error(), plan.shards[i].path);
     }
     written.push_back(plan.shards[i].path);
     if (options.progress) options.progress(i + 1, plan.shards.size(), plan.shards[i].path);
@@ -233,38 +232,41 @@ Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const O
     const GgufFile& head = model.shards_.front();
     auto no = split_key<uint16_t>(head, keys::kSplitNo, first_path);
     if (!no) return std::move(no).error();
-    if (!*no) return split_error(std::string(keys::kSplitNo), fmt::format("{}: a shard without split.no", first_path));
+    if (!*no) return with_file(split_error(std::string(keys::kSplitNo), "a shard without split.no"), first_path);
     if (**no != 0) {
-      return split_error(std::string(keys::kSplitNo),
-                         fmt::format("{} is shard {} of {}; open the first one, {}", first_path, **no + 1, n,
-                                     split_path(split_prefix(first_path, **no, n).value_or("PREFIX"), 0, n)));
+      return with_file(split_error(std::string(keys::kSplitNo),
+                                   fmt::format("this is shard {} of {}; open the first one, {}", **no + 1, n,
+                                               split_path(split_prefix(first_path, **no, n).value_or("PREFIX"), 0, n))),
+                       first_path);
     }
     const auto prefix = split_prefix(first_path, 0, n);
     if (!prefix) {
-      return split_error({}, fmt::format("{}: the first of {} shards must be named PREFIX-00001-of-{:05d}.gguf",
-                                         first_path, n, n));
+      return with_file(split_error({}, fmt::format("the first of {} shards must be named PREFIX-00001-of-{:05d}.gguf", n, n)),
+                       first_path);
     }
     for (uint32_t i = 1; i < n; ++i) {
       const std::string p = split_path(*prefix, i, n);
       auto shard = GgufFile::open(p, options);
       if (!shard) {
         Error e = std::move(shard).error();
-        if (e.code == ErrorCode::io_error) e.message = fmt::format("shard {} of {}, {}: {}", i + 1, n, p, e.message);
-        return e;
+        if (e.code == ErrorCode::io_error) e.message = fmt::format("shard {} of {}: {}", i + 1, n, e.message);
+        return with_file(std::move(e), p);
       }
       auto shard_no = split_key<uint16_t>(*shard, keys::kSplitNo, p);
       if (!shard_no) return std::move(shard_no).error();
       if (*shard_no != std::optional<uint16_t>(static_cast<uint16_t>(i))) {
-        return split_error(std::string(keys::kSplitNo),
-                           *shard_no ? fmt::format("{}: split.no is {}, the name says {}", p, **shard_no, i)
-                                     : fmt::format("{}: the shard has no split.no", p));
+        return with_file(split_error(std::string(keys::kSplitNo),
+                                     *shard_no ? fmt::format("split.no is {}, the name says {}", **shard_no, i)
+                                               : std::string("the shard has no split.no")),
+                         p);
       }
       auto shard_count = split_key<uint16_t>(*shard, keys::kSplitCount, p);
       if (!shard_count) return std::move(shard_count).error();
       if (*shard_count != std::optional<uint16_t>(static_cast<uint16_t>(n))) {
-        return split_error(std::string(keys::kSplitCount),
-                           fmt::format("{}: split.count is {}, the first shard says {}", p,
-                                       *shard_count ? fmt::format("{}", **shard_count) : "missing", n));
+        return with_file(split_error(std::string(keys::kSplitCount),
+                                     fmt::format("split.count is {}, the first shard says {}",
+                                                 *shard_count ? fmt::format("{}", **shard_count) : "missing", n)),
+                         p);
       }
       // Metadata outside the first shard is ignored by llama.cpp: it must agree with the first.
       for (const KeyValue& kv : shard->metadata()) {
@@ -272,9 +274,10 @@ Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const O
         const KeyValue* mine = head.find(kv.key);
         if (mine == nullptr || mine->value.type() != kv.value.type() ||
             !std::ranges::equal(mine->value.encoded(), kv.value.encoded())) {
-          return split_error(std::string(kv.key),
-                             fmt::format("{}: {} the first shard's", p,
-                                         mine ? "the value differs from" : "the key is missing from"));
+          return with_file(split_error(std::string(kv.key),
+                                       fmt::format("{} the first shard's",
+                                                   mine ? "the value differs from" : "the key is missing from")),
+                           p);
         }
       }
       model.shards_.push_back(std::move(shard).value());
@@ -360,7 +363,7 @@ Expected<void> write_merged(const SplitModel& model, const std::filesystem::path
   std::error_code ec;
   for (const auto& p : model.paths()) {
     if (std::filesystem::equivalent(p, out, ec)) {
-      return make_error(ErrorCode::io_error, 0, {}, fmt::format("{}: the output would replace an input shard", out.string()));
+      return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{}: the output would replace an input shard", out.string()));
     }
   }
   auto b = merge_builder(model);

@@ -49,15 +49,15 @@ GgufBuilder GgufBuilder::from_file(const GgufFile& file) {
 }
 
 Expected<void> GgufBuilder::set(std::string_view key, MetadataValue value) {
-  if (key.empty()) return make_error(ErrorCode::empty_key, 0, {}, "metadata keys cannot be empty");
-  if (key.size() > kMaxStringLength) return make_error(ErrorCode::string_too_long, 0, {}, "key too long");
+  if (key.empty()) return make_error(ErrorCode::empty_key, std::nullopt, {}, "metadata keys cannot be empty");
+  if (key.size() > kMaxStringLength) return make_error(ErrorCode::string_too_long, std::nullopt, {}, "key too long");
   if (!value.well_formed()) {
-    return make_error(ErrorCode::invalid_argument, 0, std::string(key), "the value holds no well-formed encoding");
+    return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(key), "the value holds no well-formed encoding");
   }
   if (key == keys::kAlignment) {
     const auto a = value.view().get<uint32_t>();
     if (!a || !checked::is_power_of_two(*a)) {
-      return make_error(ErrorCode::bad_alignment, 0, std::string(key), "general.alignment must be a uint32 power of two");
+      return make_error(ErrorCode::bad_alignment, std::nullopt, std::string(key), "general.alignment must be a uint32 power of two");
     }
   }
   for (Entry& e : kvs_) {
@@ -104,7 +104,7 @@ Expected<void> GgufBuilder::add_tensor(std::string_view name, TensorType type, s
 
 Expected<void> GgufBuilder::set_version(uint32_t version) {
   if (version < 2 || version > kGgufVersionLatest) {
-    return make_error(ErrorCode::unsupported_version, 0, {}, fmt::format("ggufkit writes GGUF v2 and v3, not v{}", version));
+    return make_error(ErrorCode::unsupported_version, std::nullopt, {}, fmt::format("ggufkit writes GGUF v2 and v3, not v{}", version));
   }
   version_ = version;
   return {};
@@ -112,7 +112,7 @@ Expected<void> GgufBuilder::set_version(uint32_t version) {
 
 Expected<void> GgufBuilder::add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,
                                        TensorProducer producer) {
-  if (!producer) return make_error(ErrorCode::invalid_argument, 0, std::string(name), "empty tensor producer");
+  if (!producer) return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(name), "empty tensor producer");
   return add_tensor_impl(name, type, shape, {}, std::move(producer));
 }
 
@@ -121,27 +121,27 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
   const std::string subject(name);
   const TypeTraits* traits = find_type_traits(static_cast<uint32_t>(type));
   if (traits == nullptr) {
-    return make_error(ErrorCode::unknown_tensor_type, 0, subject,
+    return make_error(ErrorCode::unknown_tensor_type, std::nullopt, subject,
                       fmt::format("tensor type id {} is unknown", static_cast<uint32_t>(type)));
   }
   if (traits->status != TypeStatus::supported) {
-    return make_error(ErrorCode::removed_tensor_type, 0, subject, std::string(traits->note));
+    return make_error(ErrorCode::removed_tensor_type, std::nullopt, subject, std::string(traits->note));
   }
-  if (name.empty()) return make_error(ErrorCode::invalid_argument, 0, subject, "tensor names cannot be empty");
+  if (name.empty()) return make_error(ErrorCode::invalid_argument, std::nullopt, subject, "tensor names cannot be empty");
   if (name.size() > kMaxTensorNameBytes) {
-    return make_error(ErrorCode::tensor_name_too_long, 0, subject,
+    return make_error(ErrorCode::tensor_name_too_long, std::nullopt, subject,
                       fmt::format("tensor name is {} bytes; llama.cpp allows at most {}", name.size(),
                                   kMaxTensorNameBytes));
   }
   if (shape.empty() || shape.size() > kMaxDimensions) {
-    return make_error(ErrorCode::bad_dimension_count, 0, subject, "a tensor has 1 to 4 dimensions");
+    return make_error(ErrorCode::bad_dimension_count, std::nullopt, subject, "a tensor has 1 to 4 dimensions");
   }
   for (const Tensor& t : tensors_) {
-    if (t.name == name) return make_error(ErrorCode::duplicate_tensor, 0, subject, "a tensor of that name exists");
+    if (t.name == name) return make_error(ErrorCode::duplicate_tensor, std::nullopt, subject, "a tensor of that name exists");
   }
   Tensor t{subject, type, static_cast<uint32_t>(shape.size()), {1, 1, 1, 1}, 0, data, std::move(producer), {}};
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] < 0) return make_error(ErrorCode::bad_shape, 0, subject, "negative dimension");
+    if (shape[d] < 0) return make_error(ErrorCode::bad_shape, std::nullopt, subject, "negative dimension");
     t.ne[d] = shape[d];
   }
   // A zero dimension empties the tensor whatever the others say (as the reader accepts it).
@@ -149,24 +149,24 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
   uint64_t elements = empty ? 0 : 1;
   for (size_t d = 0; d < shape.size() && !empty; ++d) {
     const auto e = checked::mul(elements, static_cast<uint64_t>(shape[d]));
-    if (!e || *e > static_cast<uint64_t>(INT64_MAX)) return make_error(ErrorCode::shape_overflow, 0, subject, "too many elements");
+    if (!e || *e > static_cast<uint64_t>(INT64_MAX)) return make_error(ErrorCode::shape_overflow, std::nullopt, subject, "too many elements");
     elements = *e;
   }
   if (t.ne[0] % traits->block_size != 0) {
-    return make_error(ErrorCode::block_size_mismatch, 0, subject,
+    return make_error(ErrorCode::block_size_mismatch, std::nullopt, subject,
                       fmt::format("first dimension {} is not a multiple of {}'s block size {}", t.ne[0], traits->name,
                                   traits->block_size));
   }
   const auto size = checked::mul(elements / traits->block_size, traits->block_bytes);
-  if (!size) return make_error(ErrorCode::shape_overflow, 0, subject, "size in bytes overflows");
+  if (!size) return make_error(ErrorCode::shape_overflow, std::nullopt, subject, "size in bytes overflows");
   t.size = *size;
   const auto padded_size = checked::align_up(t.size, kMaxAlignment);
   const auto bound = padded_size ? checked::add(data_bound_, *padded_size) : std::nullopt;
   if (!bound || *bound > static_cast<uint64_t>(INT64_MAX)) {
-    return make_error(ErrorCode::shape_overflow, 0, subject, "the data section would pass 2^63 bytes");
+    return make_error(ErrorCode::shape_overflow, std::nullopt, subject, "the data section would pass 2^63 bytes");
   }
   if (!t.producer && data.size() != t.size) {
-    return make_error(ErrorCode::invalid_argument, 0, subject,
+    return make_error(ErrorCode::invalid_argument, std::nullopt, subject,
                       fmt::format("data is {} bytes; the shape and type need {}", data.size(), t.size));
   }
   tensors_.push_back(std::move(t));

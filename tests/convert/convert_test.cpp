@@ -682,7 +682,9 @@ TEST(Convert, CancelledWritesNothing) {
   const auto out = dir.parent_path() / "out.gguf";
   auto plan = convert_model(dir, out, options);
   ASSERT_FALSE(plan);
-  EXPECT_NE(plan.error().message.find("cancelled"), std::string::npos);
+  EXPECT_EQ(plan.error().code, ErrorCode::cancelled);
+  EXPECT_EQ(plan.error().offset, std::nullopt);
+  EXPECT_EQ(plan.error().describe(), "cancelled");
   EXPECT_FALSE(std::filesystem::exists(out));
   // Progress counts every tensor once, in order.
   cancel = false;

@@ -451,7 +451,8 @@ TEST_F(HfTokenizerRefuses, MergesAsPairsWithSpacesEncodeTheSpace) {
 TEST_F(HfTokenizerRefuses, NotJson) {
   const Error e = convert_with("{\"model\": ");
   EXPECT_EQ(e.code, ErrorCode::bad_header);
-  EXPECT_NE(e.message.find("tokenizer.json"), std::string::npos) << e.message;
+  EXPECT_EQ(e.file, "tokenizer.json");  // the file in its field, not pasted into the message
+  EXPECT_EQ(e.subject, "tokenizer.json");
   EXPECT_NE(e.message.find("not valid JSON"), std::string::npos) << e.message;
 }
 
@@ -459,7 +460,7 @@ TEST_F(HfTokenizerRefuses, MissingFile) {
   auto meta = convert_hf_tokenizer(dir_ / "nowhere");
   ASSERT_FALSE(meta);
   EXPECT_EQ(meta.error().code, ErrorCode::io_error);
-  EXPECT_NE(meta.error().message.find("tokenizer.json"), std::string::npos);
+  EXPECT_EQ(meta.error().file, "tokenizer.json");
 }
 
 TEST_F(HfTokenizerRefuses, MissingModel) {
@@ -500,18 +501,18 @@ TEST_F(HfTokenizerRefuses, BadShapes) {
     j.merge_patch(nlohmann::json::parse(patch));
     const Error e = convert_with(j.dump());
     EXPECT_EQ(e.code, ErrorCode::bad_header) << patch << ": " << e.message;
-    EXPECT_NE(e.message.find("tokenizer.json"), std::string::npos) << patch << ": " << e.message;
+    EXPECT_EQ(e.file, "tokenizer.json") << patch << ": " << e.message;
   }
 }
 
 TEST_F(HfTokenizerRefuses, BadCompanionFiles) {
   write_text(dir_ / "tokenizer_config.json", "{oops");
-  EXPECT_NE(convert_with(minimal_gpt2().dump()).message.find("tokenizer_config.json"), std::string::npos);
+  EXPECT_EQ(convert_with(minimal_gpt2().dump()).file, "tokenizer_config.json");
   write_text(dir_ / "tokenizer_config.json", "{}");
   write_text(dir_ / "config.json", R"({"vocab_size": 2})");  // smaller than the vocabulary
   EXPECT_NE(convert_with(minimal_gpt2().dump()).message.find("vocabulary size"), std::string::npos);
   write_text(dir_ / "config.json", R"({"eos_token_id": -4})");
-  EXPECT_NE(convert_with(minimal_gpt2().dump()).message.find("config.json"), std::string::npos);
+  EXPECT_EQ(convert_with(minimal_gpt2().dump()).file, "config.json");
 }
 
 }  // namespace

@@ -628,8 +628,10 @@ inline void check_parse_error(Findings& out, const Error& e, uint64_t input_size
   const std::string described = e.describe();
   GGUFKIT_ROBUST_EXPECT(out, !described.empty() && described.find(e.message) != std::string::npos,
                         "describe() '{}' lacks the message", described);
-  GGUFKIT_ROBUST_EXPECT(out, e.offset <= input_size, "{} at offset {} past the end of a {} byte input ({})", name,
-                        e.offset, input_size, described);
+  // A parse error always says where it is.
+  GGUFKIT_ROBUST_EXPECT(out, e.offset.has_value(), "{} without an offset ({})", name, described);
+  GGUFKIT_ROBUST_EXPECT(out, e.offset.value_or(0) <= input_size, "{} at offset {} past the end of a {} byte input ({})",
+                        name, e.offset.value_or(0), input_size, described);
 }
 
 // Stricter options never accept more: a file accepted with max_array_depth 1 is accepted with the

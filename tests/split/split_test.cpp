@@ -160,17 +160,26 @@ class BrokenSplit : public ::testing::Test {
 
 TEST_F(BrokenSplit, MissingShard) {
   fs::remove(split_.plan.shards[1].path);
-  EXPECT_NE(open_error().message.find("shard 2 of"), std::string::npos);
+  const Error e = open_error();
+  EXPECT_EQ(e.code, ErrorCode::io_error);
+  EXPECT_EQ(e.file, split_.plan.shards[1].path);  // the shard in the error's file, not in its message
+  EXPECT_EQ(e.message.rfind("shard 2 of", 0), 0u) << e.message;
+  EXPECT_EQ(e.message.find(split_.plan.shards[1].path), std::string::npos) << e.message;
 }
 
 TEST_F(BrokenSplit, WrongSplitNumber) {
   rewrite(2, [](GgufBuilder& b) { ASSERT_TRUE(b.set(keys::kSplitNo, MetadataValue::of(uint16_t{1}))); });
-  EXPECT_EQ(open_error().subject, keys::kSplitNo);
+  const Error e = open_error();
+  EXPECT_EQ(e.subject, keys::kSplitNo);
+  EXPECT_EQ(e.file, split_.plan.shards[2].path);
+  EXPECT_EQ(e.message, "split.no is 1, the name says 2");
 }
 
 TEST_F(BrokenSplit, SplitKeyOfTheWrongType) {
   rewrite(1, [](GgufBuilder& b) { ASSERT_TRUE(b.set(keys::kSplitNo, MetadataValue::of(uint32_t{1}))); });
-  EXPECT_NE(open_error().message.find("uint16"), std::string::npos);
+  const Error e = open_error();
+  EXPECT_EQ(e.file, split_.plan.shards[1].path);
+  EXPECT_EQ(e.message, "the key is a uint32; llama.cpp requires a uint16");
 }
 
 TEST_F(BrokenSplit, DisagreeingSplitCount) {
@@ -187,7 +196,10 @@ TEST_F(BrokenSplit, WrongTensorTotal) {
 
 TEST_F(BrokenSplit, ConflictingMetadataInALaterShard) {
   rewrite(1, [](GgufBuilder& b) { ASSERT_TRUE(b.set("general.name", MetadataValue::string("other"))); });
-  EXPECT_EQ(open_error().subject, "general.name");
+  const Error e = open_error();
+  EXPECT_EQ(e.subject, "general.name");
+  EXPECT_EQ(e.file, split_.plan.shards[1].path);
+  EXPECT_EQ(e.message, "the value differs from the first shard's");
 }
 
 TEST_F(BrokenSplit, SameMetadataInALaterShardIsAccepted) {

@@ -103,7 +103,7 @@ TEST(ReaderKeys, ProblemHandlerDecidesWhetherToGoOn) {
   std::vector<std::pair<ErrorCode, uint64_t>> seen;
   OpenOptions go_on;
   go_on.on_problem = [&](const Error& e) {
-    seen.emplace_back(e.code, e.offset);
+    seen.emplace_back(e.code, e.offset.value_or(UINT64_MAX));
     return true;
   };
   const auto all = parse(g, go_on);
@@ -116,7 +116,7 @@ TEST(ReaderKeys, ProblemHandlerDecidesWhetherToGoOn) {
   seen.clear();
   OpenOptions stop;
   stop.on_problem = [&](const Error& e) {
-    seen.emplace_back(e.code, e.offset);
+    seen.emplace_back(e.code, e.offset.value_or(UINT64_MAX));
     return false;
   };
   EXPECT_TRUE(FailsWith(parse(g, stop), ErrorCode::duplicate_key, b_again, "b", {"2"}));

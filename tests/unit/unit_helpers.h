@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,7 +22,7 @@ inline Expected<GgufFile> parse(const RawGguf& g, const OpenOptions& options = {
 // Checks every part of a rejection: code, offset, subject, and that the message mentions each of
 // `message_mentions` (the specific facts: a number, a type name, a limit).
 template <class T>
-::testing::AssertionResult FailsWith(const Expected<T>& result, ErrorCode code, uint64_t offset,
+::testing::AssertionResult FailsWith(const Expected<T>& result, ErrorCode code, std::optional<uint64_t> offset,
                                      std::string_view subject,
                                      std::initializer_list<std::string_view> message_mentions = {}) {
   if (result) return ::testing::AssertionFailure() << "expected " << error_code_name(code) << ", but it succeeded";
@@ -33,7 +34,8 @@ template <class T>
     ok = false;
   }
   if (e.offset != offset) {
-    failure << "offset " << e.offset << " != expected " << offset << "; ";
+    const auto text = [](std::optional<uint64_t> o) { return o ? std::to_string(*o) : std::string("none"); };
+    failure << "offset " << text(e.offset) << " != expected " << text(offset) << "; ";
     ok = false;
   }
   if (e.subject != subject) {

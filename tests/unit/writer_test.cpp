@@ -311,7 +311,7 @@ TEST(WriterTensorArguments, DuplicateName) {
   const auto data = pattern(32, 0);
   const int64_t shape[] = {8};
   ASSERT_TRUE(b.add_tensor("w", TensorType::F32, shape, data));
-  EXPECT_TRUE(FailsWith(b.add_tensor("w", TensorType::F32, shape, data), ErrorCode::duplicate_tensor, 0, "w"));
+  EXPECT_TRUE(FailsWith(b.add_tensor("w", TensorType::F32, shape, data), ErrorCode::duplicate_tensor, std::nullopt, "w"));
   EXPECT_EQ(b.tensor_count(), 1u);
 }
 
@@ -321,7 +321,7 @@ TEST(WriterTensorArguments, NameOf64BytesIsRefused63Accepted) {
   const int64_t shape[] = {8};
   const std::string n63(63, 'x');
   const std::string n64(64, 'x');
-  EXPECT_TRUE(FailsWith(b.add_tensor(n64, TensorType::F32, shape, data), ErrorCode::tensor_name_too_long, 0, n64,
+  EXPECT_TRUE(FailsWith(b.add_tensor(n64, TensorType::F32, shape, data), ErrorCode::tensor_name_too_long, std::nullopt, n64,
                         {"63"}));
   EXPECT_TRUE(b.add_tensor(n63, TensorType::F32, shape, data));
   EXPECT_EQ(b.tensor_count(), 1u);
@@ -331,7 +331,7 @@ TEST(WriterTensorArguments, BlockSizeMismatch) {
   GgufBuilder b;
   const auto data = pattern(36, 0);
   const int64_t shape[] = {33};
-  EXPECT_TRUE(FailsWith(b.add_tensor("q", TensorType::Q4_0, shape, data), ErrorCode::block_size_mismatch, 0, "q",
+  EXPECT_TRUE(FailsWith(b.add_tensor("q", TensorType::Q4_0, shape, data), ErrorCode::block_size_mismatch, std::nullopt, "q",
                         {"33", "32"}));
   EXPECT_EQ(b.tensor_count(), 0u);
 }
@@ -341,9 +341,9 @@ TEST(WriterTensorArguments, DataSizeMismatch) {
   const int64_t shape[] = {64};  // q4_0: 2 blocks of 18 bytes = 36
   const auto short_data = pattern(35, 0);
   const auto long_data = pattern(37, 0);
-  EXPECT_TRUE(FailsWith(b.add_tensor("q", TensorType::Q4_0, shape, short_data), ErrorCode::invalid_argument, 0, "q",
+  EXPECT_TRUE(FailsWith(b.add_tensor("q", TensorType::Q4_0, shape, short_data), ErrorCode::invalid_argument, std::nullopt, "q",
                         {"35", "36"}));
-  EXPECT_TRUE(FailsWith(b.add_tensor("q", TensorType::Q4_0, shape, long_data), ErrorCode::invalid_argument, 0, "q",
+  EXPECT_TRUE(FailsWith(b.add_tensor("q", TensorType::Q4_0, shape, long_data), ErrorCode::invalid_argument, std::nullopt, "q",
                         {"37", "36"}));
   const auto right_size = pattern(36, 0);
   EXPECT_TRUE(b.add_tensor("q", TensorType::Q4_0, shape, right_size));
@@ -353,14 +353,14 @@ TEST(WriterTensorArguments, FiveDimensions) {
   GgufBuilder b;
   const int64_t shape[] = {1, 1, 1, 1, 1};
   const auto data = pattern(4, 0);
-  EXPECT_TRUE(FailsWith(b.add_tensor("t", TensorType::F32, shape, data), ErrorCode::bad_dimension_count, 0,
+  EXPECT_TRUE(FailsWith(b.add_tensor("t", TensorType::F32, shape, data), ErrorCode::bad_dimension_count, std::nullopt,
                         "t"));
 }
 
 TEST(WriterTensorArguments, NegativeDimension) {
   GgufBuilder b;
   const int64_t shape[] = {4, -1};
-  EXPECT_TRUE(FailsWith(b.add_tensor("t", TensorType::F32, shape, std::span<const std::byte>{}), ErrorCode::bad_shape, 0, "t"));
+  EXPECT_TRUE(FailsWith(b.add_tensor("t", TensorType::F32, shape, std::span<const std::byte>{}), ErrorCode::bad_shape, std::nullopt, "t"));
 }
 
 TEST(WriterTensorArguments, RemovedTypes) {
@@ -370,7 +370,7 @@ TEST(WriterTensorArguments, RemovedTypes) {
   for (uint32_t id : {4u, 31u, 38u}) {
     SCOPED_TRACE(id);
     EXPECT_TRUE(FailsWith(b.add_tensor("t", static_cast<TensorType>(id), shape, data),
-                          ErrorCode::removed_tensor_type, 0, "t"));
+                          ErrorCode::removed_tensor_type, std::nullopt, "t"));
   }
   EXPECT_EQ(b.tensor_count(), 0u);
 }
@@ -382,7 +382,7 @@ TEST(WriterTensorArguments, UnknownTypes) {
   for (uint32_t id : {43u, 1000u}) {
     SCOPED_TRACE(id);
     EXPECT_TRUE(FailsWith(b.add_tensor("t", static_cast<TensorType>(id), shape, data),
-                          ErrorCode::unknown_tensor_type, 0, "t", {std::to_string(id)}));
+                          ErrorCode::unknown_tensor_type, std::nullopt, "t", {std::to_string(id)}));
   }
   EXPECT_EQ(b.tensor_count(), 0u);
 }
@@ -390,7 +390,7 @@ TEST(WriterTensorArguments, UnknownTypes) {
 TEST(WriterTensorArguments, EmptyProducerIsRefused) {
   GgufBuilder b;
   const int64_t shape[] = {8};
-  EXPECT_TRUE(FailsWith(b.add_tensor("t", TensorType::F32, shape, TensorProducer{}), ErrorCode::invalid_argument, 0,
+  EXPECT_TRUE(FailsWith(b.add_tensor("t", TensorType::F32, shape, TensorProducer{}), ErrorCode::invalid_argument, std::nullopt,
                         "t"));
 }
 

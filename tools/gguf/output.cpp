@@ -10,7 +10,9 @@
 namespace gguf_cli {
 
 void report_error(std::string_view file, const ggufkit::Error& error) {
-  fmt::print(stderr, "gguf: {}: {} [{}]\n", file, error.describe(), ggufkit::error_code_name(error.code));
+  // The library's file when it names one (a shard of a split model, a checkpoint's JSON file).
+  const std::string_view shown = error.file.empty() ? file : std::string_view(error.file);
+  fmt::print(stderr, "gguf: {}: {} [{}]\n", shown, error.describe(), ggufkit::error_code_name(error.code));
 }
 
 std::optional<ggufkit::GgufFile> open_or_report(const std::string& path) {
@@ -54,7 +56,7 @@ void LongRun::tensor_done(size_t done, size_t all, std::string_view name, std::s
 
 int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const {
   if (result) return kOk;
-  if (interrupt_flag().load()) {
+  if (result.error().code == ggufkit::ErrorCode::cancelled || interrupt_flag().load()) {
     fmt::print(stderr, "gguf: {}: interrupted; {} was not written\n", verb_, output);
     return kInterrupted;
   }

@@ -17,7 +17,8 @@ namespace gguf_cli {
 // The CLI's exit codes (same for every verb).
 enum ExitCode : int { kOk = 0, kProblemFound = 1, kUsageOrIoError = 2 };
 
-// "gguf: FILE: offset N: 'key': message" on stderr.
+// "gguf: FILE: offset N: 'key': message [code]" on stderr; FILE is the error's own file when it
+// has one, and "offset N: " is there when the error has a place in the file.
 void report_error(std::string_view file, const ggufkit::Error& error);
 
 // Opens a file, reporting any error; nullopt when it could not be read.
