@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ggufkit/atomic_file.h"
+#include "ggufkit/block_layout.h"
 #include "ggufkit/check.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/convert.h"

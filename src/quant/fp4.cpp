@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "format/blocks.h"
 #include "quant/kernels.h"
 #include "quant/simd.h"
 #include "quant/tables.h"
@@ -19,6 +20,8 @@ constexpr int kNvfp4BlockSize = 64;
 constexpr int kNvfp4SubBlockSize = 16;
 constexpr int kNvfp4SubBlocks = kNvfp4BlockSize / kNvfp4SubBlockSize;
 constexpr size_t kNvfp4BlockBytes = kNvfp4SubBlocks + kNvfp4BlockSize / 2;  // e4m3 scales, nibbles
+static_assert(kMxfp4BlockBytes == sizeof(format::BlockMXFP4) && kNvfp4BlockBytes == sizeof(format::BlockNVFP4) &&
+              kMxfp4BlockSize == format::BlockMXFP4::kElements && kNvfp4BlockSize == format::BlockNVFP4::kElements);
 
 // Half of 2^(e - 127): the E8M0 scale pre-divided by the 2 the doubled E2M1 table carries.
 // e = 0 and 1 give the subnormals 2^-128 and 2^-127.

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "format/blocks.h"
 #include "quant/iq2_grid.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
@@ -36,6 +37,7 @@ constexpr float kIq1sGroupMaxEps = 1e-12f;  // GROUP_MAX_EPS_IQ1_S
 constexpr float kIq1mGroupMaxEps = 1e-7f;   // GROUP_MAX_EPS_IQ1_M
 constexpr size_t kIq1sBlockBytes = 2 + kSuperBlockValues / 8 + kSuperBlockValues / 16;  // 50
 constexpr size_t kIq1mBlockBytes = kSuperBlockValues / 8 + kSuperBlockValues / 16 + kSuperBlockValues / 32;  // 56
+static_assert(kIq1sBlockBytes == sizeof(format::BlockIQ1S) && kIq1mBlockBytes == sizeof(format::BlockIQ1M));
 
 // The neighbour of an off-grid code that best fits scale * value[level] to the 8 values (ggml's
 // iq1_find_best_neighbour2). Writes its levels, returns its index.

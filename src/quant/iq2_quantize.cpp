@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "format/blocks.h"
 #include "quant/iq2_grid.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
@@ -31,6 +32,8 @@ constexpr float kIq2sGroupMaxEps = 1e-8f;  // ggml's GROUP_MAX_EPS_IQ2_S
 constexpr size_t kIq2xxsBlockBytes = 2 + kSuperBlockValues / 4;                      // 66
 constexpr size_t kIq2xsBlockBytes = 2 + kSuperBlockValues / 4 + kSuperBlockValues / 32;  // 74
 constexpr size_t kIq2sBlockBytes = 2 + kSuperBlockValues / 4 + 2 * (kSuperBlockValues / 32);  // 82
+static_assert(kIq2xxsBlockBytes == sizeof(format::BlockIQ2XXS) && kIq2xsBlockBytes == sizeof(format::BlockIQ2XS) &&
+              kIq2sBlockBytes == sizeof(format::BlockIQ2S));
 
 // The grid point of a group of levels the search left on the grid.
 int grid_index_of(const Iq2GridIndex& grid, const int8_t* levels) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "format/blocks.h"
 #include "quant/iq3_grid.h"
 #include "quant/kernels.h"
 
@@ -39,6 +40,7 @@ constexpr size_t kQhOffset = kQsOffset + kSuperBlockValues / 4;      // 66
 constexpr size_t kSignsOffset = kQhOffset + kSuperBlockValues / 32;  // 74
 constexpr size_t kScalesOffset = kSignsOffset + kSuperBlockValues / 8;  // 106
 constexpr size_t kBlockBytes = kScalesOffset + kSuperBlockValues / 64;  // 110
+static_assert(kBlockBytes == sizeof(format::BlockIQ3S) && kScalesOffset == offsetof(format::BlockIQ3S, scales));
 
 // One super-block's inputs to the search, and its signs.
 struct PreparedBlock : iq3::SearchInputs {

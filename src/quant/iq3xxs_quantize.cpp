@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "format/blocks.h"
 #include "quant/iq3_grid.h"
 #include "quant/kernels.h"
 
@@ -35,6 +36,8 @@ constexpr size_t kScaleOffset = 0;
 constexpr size_t kGridOffset = 2;
 constexpr size_t kScalesAndSignsOffset = kGridOffset + kSuperBlockValues / 4;    // 66
 constexpr size_t kBlockBytes = kScalesAndSignsOffset + 4 * kSubBlocks;            // 98
+static_assert(kBlockBytes == sizeof(format::BlockIQ3XXS) &&
+              kScalesAndSignsOffset == offsetof(format::BlockIQ3XXS, scales_and_signs));
 
 // Magnitudes and the 4 sign bytes (7 bits each) of one sub-block, with ggml's even-sign fix-up.
 void signs_and_magnitudes(const float* xb, const float* weight, float* magnitudes, uint8_t* signs) {

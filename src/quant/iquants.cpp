@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "format/blocks.h"
 #include "quant/kernels.h"
 #include "quant/simd.h"
 #include "quant/tables.h"
@@ -72,7 +73,7 @@ float iq2_scale(float d, unsigned s) { return d * (0.5f + static_cast<float>(s))
 // ---------------------------------------------------------------------------------------------
 // IQ2_XXS: fp16 d, then per 32 elements 8 bytes: four grid indices and a 32-bit word holding
 // four 7-bit sign indices and a 4-bit scale.
-constexpr size_t kIq2xxsBlockBytes = 66;
+constexpr size_t kIq2xxsBlockBytes = sizeof(format::BlockIQ2XXS);
 
 void dequantize_iq2_xxs(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
@@ -93,7 +94,7 @@ void dequantize_iq2_xxs(const std::byte* src, float* dst, int64_t n) {
 }
 
 // IQ2_XS: fp16 d, 32 uint16 (9-bit grid index, 7-bit sign index), 8 bytes of two 4-bit scales.
-constexpr size_t kIq2xsBlockBytes = 74;
+constexpr size_t kIq2xsBlockBytes = sizeof(format::BlockIQ2XS);
 
 void dequantize_iq2_xs(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
@@ -113,7 +114,7 @@ void dequantize_iq2_xs(const std::byte* src, float* dst, int64_t n) {
 }
 
 // IQ2_S: fp16 d, 32 low index bytes, 32 sign bytes, 8 bytes of 2-bit index tops, 8 scale bytes.
-constexpr size_t kIq2sBlockBytes = 82;
+constexpr size_t kIq2sBlockBytes = sizeof(format::BlockIQ2S);
 
 void dequantize_iq2_s(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
@@ -137,7 +138,7 @@ void dequantize_iq2_s(const std::byte* src, float* dst, int64_t n) {
 
 // IQ3_XXS: fp16 d, 64 grid index bytes, then per 32 elements a word of four 7-bit sign indices
 // and a 4-bit scale.
-constexpr size_t kIq3xxsBlockBytes = 98;
+constexpr size_t kIq3xxsBlockBytes = sizeof(format::BlockIQ3XXS);
 
 void dequantize_iq3_xxs(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
@@ -161,7 +162,7 @@ void dequantize_iq3_xxs(const std::byte* src, float* dst, int64_t n) {
 
 // IQ3_S: fp16 d, 64 low index bytes, 8 bytes of index top bits, 32 sign bytes, 4 bytes of two
 // 4-bit scales (one per 32 elements, odd multiples 1..31 of d).
-constexpr size_t kIq3sBlockBytes = 110;
+constexpr size_t kIq3sBlockBytes = sizeof(format::BlockIQ3S);
 
 void dequantize_iq3_s(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
@@ -196,7 +197,7 @@ void decode_iq1_octet(uint64_t entry, float scale, float delta, float* y) {
 }
 
 // IQ1_S: fp16 d, 32 low index bytes, 8 uint16: four 3-bit index tops, a 3-bit scale, the delta sign.
-constexpr size_t kIq1sBlockBytes = 50;
+constexpr size_t kIq1sBlockBytes = sizeof(format::BlockIQ1S);
 
 #if GGUFKIT_QUANT_X86
 // decode_iq1_octet: the grid entry's eight bytes are its eight signed elements, first in the low byte.
@@ -251,7 +252,7 @@ void dequantize_iq1_s(const std::byte* src, float* dst, int64_t n) {
 
 // IQ1_M: 32 low index bytes, 16 bytes of two (3-bit index top, delta sign) nibbles, 8 bytes of
 // 3-bit scales whose top nibbles of the four uint16 together form the fp16 super-block scale.
-constexpr size_t kIq1mBlockBytes = 56;
+constexpr size_t kIq1mBlockBytes = sizeof(format::BlockIQ1M);
 
 #if GGUFKIT_QUANT_X86
 GGUFKIT_TARGET_AVX2 void dequantize_iq1_m_avx2(const std::byte* src, float* dst, int64_t n) {
@@ -320,8 +321,8 @@ void dequantize_iq1_m(const std::byte* src, float* dst, int64_t n) {
 // nibbles index kvalues_iq4nl; element j of a 32-group is in the low nibble of byte j, element
 // j + 16 in its high nibble.
 constexpr int kIq4Group = 32;
-constexpr size_t kIq4nlBlockBytes = 18;
-constexpr size_t kIq4xsBlockBytes = 136;
+constexpr size_t kIq4nlBlockBytes = sizeof(format::BlockIQ4NL);
+constexpr size_t kIq4xsBlockBytes = sizeof(format::BlockIQ4XS);
 
 void decode_iq4_group(const std::byte* qs, float scale, float* y) {
   for (int j = 0; j < 16; ++j) {

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "format/blocks.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
 #include "quant/simd.h"
@@ -18,49 +19,14 @@
 namespace ggufkit::quant {
 namespace {
 
-constexpr int kSuperBlock = 256;
-
-struct BlockQ2K {
-  static constexpr int kElements = kSuperBlock;
-  uint8_t scales[16];  // per 16 values: scale in the low nibble, min in the high one
-  uint8_t qs[64];      // 2-bit levels (see pack_2bit)
-  uint16_t d, dmin;
-};
-struct BlockQ3K {
-  static constexpr int kElements = kSuperBlock;
-  uint8_t hmask[32];   // third bit of value e: bit e/32 of hmask[e%32]
-  uint8_t qs[64];      // low 2 bits (see pack_2bit)
-  uint8_t scales[12];  // 16 six-bit scales, offset by 32 (see set_q3k_scale)
-  uint16_t d;
-};
-struct BlockQ4K {
-  static constexpr int kElements = kSuperBlock;
-  uint16_t d, dmin;
-  uint8_t scales[12];  // 8 six-bit scales and mins (see set_scale_min_k4)
-  uint8_t qs[128];     // value e: nibble (e/32)%2 of qs[(e/64)*32 + e%32]
-};
-struct BlockQ5K {
-  static constexpr int kElements = kSuperBlock;
-  uint16_t d, dmin;
-  uint8_t scales[12];
-  uint8_t qh[32];  // fifth bit of value e: bit e/32 of qh[e%32]
-  uint8_t qs[128];
-};
-struct BlockQ6K {
-  static constexpr int kElements = kSuperBlock;
-  uint8_t ql[128];  // low 4 bits (see pack_q6k)
-  uint8_t qh[64];   // high 2 bits
-  int8_t scales[16];
-  uint16_t d;
-};
-struct BlockQ8K {
-  static constexpr int kElements = kSuperBlock;
-  float d;
-  int8_t qs[256];
-  int16_t bsums[16];  // sums of 16 quants, for dot products
-};
-static_assert(sizeof(BlockQ2K) == 84 && sizeof(BlockQ3K) == 110 && sizeof(BlockQ4K) == 144 &&
-              sizeof(BlockQ5K) == 176 && sizeof(BlockQ6K) == 210 && sizeof(BlockQ8K) == 292);
+// The block structs (format/blocks.h).
+using format::BlockQ2K;
+using format::BlockQ3K;
+using format::BlockQ4K;
+using format::BlockQ5K;
+using format::BlockQ6K;
+using format::BlockQ8K;
+using format::kSuperBlock;
 
 float half(uint16_t h) { return fp16_to_fp32(h); }
 uint16_t to_half(float f) { return fp32_to_fp16(f); }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "format/blocks.h"
 #include "quant/kernels.h"
 #include "quant/search.h"
 #include "quant/simd.h"
@@ -17,51 +18,15 @@
 namespace ggufkit::quant {
 namespace {
 
-struct BlockQ4_0 {
-  static constexpr int kElements = 32;
-  uint16_t d;
-  uint8_t qs[16];  // element j in the low nibble of qs[j], element j+16 in the high one
-};
-struct BlockQ4_1 {
-  static constexpr int kElements = 32;
-  uint16_t d, m;
-  uint8_t qs[16];
-};
-struct BlockQ5_0 {
-  static constexpr int kElements = 32;
-  uint16_t d;
-  uint8_t qh[4];  // bit j: the fifth bit of element j
-  uint8_t qs[16];
-};
-struct BlockQ5_1 {
-  static constexpr int kElements = 32;
-  uint16_t d, m;
-  uint8_t qh[4];
-  uint8_t qs[16];
-};
-struct BlockQ8_0 {
-  static constexpr int kElements = 32;
-  uint16_t d;
-  int8_t qs[32];
-};
-struct BlockQ8_1 {
-  static constexpr int kElements = 32;
-  uint16_t d, s;  // s = d * sum(qs), used by dot products only
-  int8_t qs[32];
-};
-struct BlockQ1_0 {
-  static constexpr int kElements = 128;
-  uint16_t d;
-  uint8_t qs[16];  // bit j: element j is +d (set) or -d
-};
-struct BlockQ2_0 {
-  static constexpr int kElements = 64;
-  uint16_t d;
-  uint8_t qs[16];  // 2-bit codes, element j at bits 2*(j%4) of qs[j/4]: code - 1 in {-1, 0, 1, 2}
-};
-static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
-              sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36 &&
-              sizeof(BlockQ1_0) == 18 && sizeof(BlockQ2_0) == 18);
+// The block structs (format/blocks.h).
+using format::BlockQ1_0;
+using format::BlockQ2_0;
+using format::BlockQ4_0;
+using format::BlockQ4_1;
+using format::BlockQ5_0;
+using format::BlockQ5_1;
+using format::BlockQ8_0;
+using format::BlockQ8_1;
 
 float half(uint16_t h) { return fp16_to_fp32(h); }
 uint16_t to_half(float f) { return fp32_to_fp16(f); }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "format/blocks.h"
 #include "quant/kernels.h"
 #include "quant/simd.h"
 
@@ -19,6 +20,7 @@ constexpr size_t kTq1BlockBytes = kTq1FiveTritBytes + kTq1FourTritBytes + 2;
 // TQ2_0: 64 bytes of four 2-bit values, the fp16 scale.
 constexpr int kTq2QuantBytes = kBlockSize / 4;
 constexpr size_t kTq2BlockBytes = kTq2QuantBytes + 2;
+static_assert(kTq1BlockBytes == sizeof(format::BlockTQ1_0) && kTq2BlockBytes == sizeof(format::BlockTQ2_0));
 
 float read_half(const std::byte* p) {
   uint16_t h;

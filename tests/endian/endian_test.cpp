@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <map>
 #include <set>
 
 #include "ggufkit/endian.h"
@@ -101,6 +102,38 @@ TEST(SwapTables, GgmlFieldsOfSomeTypes) {
   EXPECT_TRUE(eq(fields(TensorType::F32), {{0, 4, 1}}));
   EXPECT_TRUE(fields(TensorType::MXFP4).empty());
   EXPECT_TRUE(fields(TensorType::I8).empty());
+}
+
+// Every layout in full, as numbers read off ggml-common.h (the layouts themselves are derived from
+// the block structs of src/format/blocks.h: this pins the derivation).
+TEST(SwapTables, EveryLayoutInFull) {
+  using F = std::vector<SwapField>;
+  const std::map<std::string, F> want = {
+      {"f32", {{0, 4, 1}}}, {"i32", {{0, 4, 1}}}, {"f16", {{0, 2, 1}}}, {"bf16", {{0, 2, 1}}},
+      {"i16", {{0, 2, 1}}}, {"f64", {{0, 8, 1}}}, {"i64", {{0, 8, 1}}}, {"i8", {}}, {"mxfp4", {}}, {"nvfp4", {}},
+      {"q1_0", {{0, 2, 1}}}, {"q2_0", {{0, 2, 1}}}, {"q4_0", {{0, 2, 1}}}, {"q8_0", {{0, 2, 1}}},
+      {"iq2_s", {{0, 2, 1}}}, {"iq3_s", {{0, 2, 1}}}, {"iq4_nl", {{0, 2, 1}}},
+      {"q4_1", {{0, 2, 2}}}, {"q8_1", {{0, 2, 2}}}, {"q4_K", {{0, 2, 2}}}, {"q5_K", {{0, 2, 2}}},
+      {"q5_0", {{0, 2, 1}, {2, 4, 1}}}, {"q5_1", {{0, 2, 2}, {4, 4, 1}}}, {"q2_K", {{80, 2, 2}}},
+      {"q3_K", {{108, 2, 1}}}, {"q6_K", {{208, 2, 1}}}, {"q8_K", {{0, 4, 1}, {260, 2, 16}}},
+      {"iq2_xs", {{0, 2, 1}, {2, 2, 32}}}, {"iq3_xxs", {{0, 2, 1}, {66, 4, 8}}}, {"iq1_s", {{0, 2, 1}, {34, 2, 8}}},
+      {"iq1_m", {{48, 2, 4}}}, {"iq4_xs", {{0, 2, 2}}}, {"tq1_0", {{52, 2, 1}}}, {"tq2_0", {{64, 2, 1}}},
+  };
+  std::map<std::string, F> got;
+  for (const TypeTraits& t : all_type_traits()) {
+    if (const auto layout = block_swap_layout(t.type())) got[std::string(t.name)] = F(layout->fields.begin(), layout->fields.end());
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, fields] : want) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(got.contains(name));
+    ASSERT_EQ(got[name].size(), fields.size());
+    for (size_t i = 0; i < fields.size(); ++i) {
+      EXPECT_EQ(got[name][i].offset, fields[i].offset);
+      EXPECT_EQ(got[name][i].width, fields[i].width);
+      EXPECT_EQ(got[name][i].count, fields[i].count);
+    }
+  }
 }
 
 TEST(SwapTables, ElementTypesSwapEveryElement) {
