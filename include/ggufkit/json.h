@@ -6,6 +6,8 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <string_view>
 
 #include "ggufkit/reader.h"
@@ -26,6 +28,87 @@ void append_float(std::string& out, float v);
 void append_double(std::string& out, double v);
 // Appends the value as JSON (arrays in full). Returns false when a string in it was not UTF-8.
 bool append_value(std::string& out, const ValueView& value);
+
+// The one way ggufkit and its CLI build JSON: compact, appended to a string, commas and nesting
+// kept track of, every string escaped by append_string, every float by append_float/append_double.
+//   Writer w(out); w.begin_object(); w.key("ok"); w.value(true); w.end_object();  // {"ok":true}
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  Writer& begin_object() { return open('{'); }
+  Writer& end_object() { return close('}'); }
+  Writer& begin_array() { return open('['); }
+  Writer& end_array() { return close(']'); }
+  // An object member's name; its value follows.
+  Writer& key(std::string_view k) {
+    separate();
+    note(append_string(out_, k));
+    out_ += ':';
+    after_key_ = true;
+    return *this;
+  }
+
+  Writer& value(std::string_view s) { return scalar([&] { note(append_string(out_, s)); }); }
+  Writer& value(const char* s) { return value(std::string_view(s)); }
+  Writer& value(bool b) { return raw(b ? "true" : "false"); }
+  Writer& value(double d) { return scalar([&] { append_double(out_, d); }); }
+  Writer& value(float f) { return scalar([&] { append_float(out_, f); }); }
+  Writer& value(const ValueView& v) { return scalar([&] { note(append_value(out_, v)); }); }
+  template <class T>
+    requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+  Writer& value(T n) {
+    return raw(std::to_string(n));
+  }
+  Writer& null() { return raw("null"); }
+  // Text that is already JSON.
+  Writer& raw(std::string_view json) {
+    return scalar([&] { out_ += json; });
+  }
+  // Whether a string written since the last call was not valid UTF-8 (its bad bytes became
+  // U+FFFD); clears the flag, so a caller can mark the entry it just wrote "lossy".
+  bool take_lossy() { return std::exchange(lossy_, false); }
+  // key(k) then value(v).
+  template <class T>
+  Writer& member(std::string_view k, const T& v) {
+    key(k);
+    return value(v);
+  }
+
+ private:
+  Writer& open(char c) {
+    separate();
+    out_ += c;
+    first_ = true;
+    return *this;
+  }
+  Writer& close(char c) {
+    out_ += c;
+    first_ = false;
+    return *this;
+  }
+  template <class F>
+  Writer& scalar(F&& emit) {
+    separate();
+    emit();
+    first_ = false;
+    return *this;
+  }
+  void note(bool valid) { lossy_ |= !valid; }
+  void separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_) out_ += ',';
+    first_ = false;
+  }
+
+  std::string& out_;
+  bool first_ = true;
+  bool after_key_ = false;
+  bool lossy_ = false;
+};
 }  // namespace json
 
 }  // namespace ggufkit

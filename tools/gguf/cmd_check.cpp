@@ -24,37 +24,33 @@ struct CheckArgs {
   bool strict = false;
 };
 
-void append_finding_json(std::string& out, const Finding& f) {
-  out += "{\"severity\":";
-  ggufkit::json::append_string(out, ggufkit::severity_name(f.severity));
-  out += ",\"code\":";
-  ggufkit::json::append_string(out, f.code);
-  out += ",\"subject\":";
-  ggufkit::json::append_string(out, f.subject);
-  out += ",\"offset\":";
-  out += f.offset ? fmt::format("{}", *f.offset) : std::string("null");
-  if (!f.file.empty()) {
-    out += ",\"file\":";
-    ggufkit::json::append_string(out, f.file);
+void write_finding(ggufkit::json::Writer& w, const Finding& f) {
+  w.begin_object().member("severity", ggufkit::severity_name(f.severity)).member("code", f.code).member("subject", f.subject);
+  w.key("offset");
+  if (f.offset) {
+    w.value(*f.offset);
+  } else {
+    w.null();
   }
-  out += ",\"message\":";
-  ggufkit::json::append_string(out, f.message);
-  out += "}";
+  if (!f.file.empty()) w.member("file", f.file);
+  w.member("message", f.message).end_object();
 }
 
 std::string report_json(const std::string& file, const CheckReport& report, bool strict) {
-  std::string out = "{\"file\":";
-  ggufkit::json::append_string(out, file);
-  out += fmt::format(",\"passed\":{},\"strict\":{},\"complete\":{},\"errors\":{},\"warnings\":{},\"infos\":{}",
-                     report.passed(strict), strict, report.complete, report.count(Severity::error),
-                     report.count(Severity::warning), report.count(Severity::info));
-  out += ",\"findings\":[";
-  for (size_t i = 0; i < report.findings.size(); ++i) {
-    if (i > 0) out += ",";
-    append_finding_json(out, report.findings[i]);
-  }
-  out += "]}\n";
-  return out;
+  std::string out;
+  ggufkit::json::Writer w(out);
+  w.begin_object()
+      .member("file", file)
+      .member("passed", report.passed(strict))
+      .member("strict", strict)
+      .member("complete", report.complete)
+      .member("errors", report.count(Severity::error))
+      .member("warnings", report.count(Severity::warning))
+      .member("infos", report.count(Severity::info));
+  w.key("findings").begin_array();
+  for (const Finding& f : report.findings) write_finding(w, f);
+  w.end_array().end_object();
+  return out + "\n";
 }
 
 std::string report_text(const std::string& file, const CheckReport& report, bool strict) {

@@ -6,10 +6,10 @@
 #include <csignal>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "ggufkit/convert.h"
+#include "ggufkit/json.h"
 #include "output.h"
 
 namespace gguf_cli {
@@ -26,28 +26,33 @@ struct ConvertArgs {
 
 std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("{{{}}}", fmt::join(shape, ", ")); }
 
-void print_plan_json(const ggufkit::ConvertPlan& plan) {
-  nlohmann::json out;
-  out["hf_architecture"] = plan.hf_architecture;
-  out["architecture"] = plan.architecture;
-  out["file_type"] = plan.file_type;
-  out["parameter_count"] = plan.parameter_count;
-  out["tensor_bytes"] = plan.tensor_bytes;
-  out["metadata_keys"] = nlohmann::json::array();
-  for (const auto& [key, value] : plan.metadata) out["metadata_keys"].push_back(key);
-  out["tensors"] = nlohmann::json::array();
+int print_plan_json(const ggufkit::ConvertPlan& plan) {
+  std::string out;
+  ggufkit::json::Writer w(out);
+  w.begin_object()
+      .member("hf_architecture", plan.hf_architecture)
+      .member("architecture", plan.architecture)
+      .member("file_type", plan.file_type)
+      .member("parameter_count", plan.parameter_count)
+      .member("tensor_bytes", plan.tensor_bytes);
+  w.key("metadata_keys").begin_array();
+  for (const auto& [key, value] : plan.metadata) w.value(key);
+  w.end_array().key("tensors").begin_array();
   for (const auto& t : plan.tensors) {
-    out["tensors"].push_back({{"hf_name", t.hf_name},
-                              {"name", t.gguf_name},
-                              {"shape", t.shape},
-                              {"source_dtype", t.source ? std::string(ggufkit::safetensors_dtype_name(t.source->dtype)) : "generated"},
-                              {"type", std::string(ggufkit::type_name(t.type))},
-                              {"transform", std::string(ggufkit::convert_transform_name(t.transform))},
-                              {"bytes", t.bytes},
-                              {"note", t.note}});
+    w.begin_object().member("hf_name", t.hf_name).member("name", t.gguf_name).key("shape").begin_array();
+    for (int64_t d : t.shape) w.value(d);
+    w.end_array()
+        .member("source_dtype", t.source ? ggufkit::safetensors_dtype_name(t.source->dtype) : std::string_view("generated"))
+        .member("type", ggufkit::type_name(t.type))
+        .member("transform", ggufkit::convert_transform_name(t.transform))
+        .member("bytes", t.bytes)
+        .member("note", t.note)
+        .end_object();
   }
-  out["skipped"] = plan.skipped;
-  fmt::print("{}\n", out.dump(2));
+  w.end_array().key("skipped").begin_array();
+  for (const auto& s : plan.skipped) w.value(s);
+  w.end_array().end_object();
+  return write_result(out + "\n");
 }
 
 void print_plan(const ggufkit::ConvertPlan& plan) {
@@ -84,7 +89,7 @@ int run_convert(const ConvertArgs& args) {
   }
   if (args.dry_run) {
     if (args.json) {
-      print_plan_json(*plan);
+      return print_plan_json(*plan);
     } else {
       print_plan(*plan);
     }

@@ -43,34 +43,14 @@ constexpr size_t kJsonArrayHead = 8;
 
 std::string quoted(std::string_view s, size_t max) { return fmt::format("\"{}\"", shorten_for_display(s, max)); }
 
-std::string element_text(const ValueView& v);
-
-// A value without its type: numbers as JSON prints them, strings quoted and shortened, arrays
-// as their first elements.
-std::string bare_value_text(const ValueView& v, size_t max_chars) {
-  if (v.type() == ValueType::String) return quoted(v.as_string().value_or(""), max_chars);
-  if (const auto arr = v.as_array()) {
-    std::string out = "[";
-    uint64_t shown = 0;
-    for (const ValueView e : arr->values()) {
-      if (shown == kShownArrayElements) {
-        out += fmt::format(", … {} more", arr->size() - shown);
-        break;
-      }
-      if (shown++ > 0) out += ", ";
-      out += element_text(e);
-    }
-    return out + "]";
-  }
-  std::string out;
-  ggufkit::json::append_value(out, v);
-  return out;
-}
-
-std::string element_text(const ValueView& v) { return bare_value_text(v, kShownElementChars); }
+// Text mode: a string value up to kDiffShownChars, an array's first kShownArrayElements elements,
+// a string element up to kShownElementChars.
+constexpr ValueTextLimits kValueLimits{kDiffShownChars, kShownArrayElements, kShownElementChars};
+constexpr ValueTextLimits kElementLimits{kShownElementChars, kShownArrayElements, kShownElementChars};
+std::string element_text(const ValueView& v) { return value_text(v, kElementLimits); }
 
 // "uint32", "string", "string[32000]"
-std::string typed_value_text(const ValueView& v) { return value_type_text(v) + " " + bare_value_text(v, kDiffShownChars); }
+std::string typed_value_text(const ValueView& v) { return value_type_text(v) + " " + value_text(v, kValueLimits); }
 
 // Backs up from byte i to the start of the UTF-8 character it is in.
 size_t char_start(std::string_view s, size_t i) {
@@ -129,7 +109,7 @@ std::string metadata_change_text(const ggufkit::MetadataDiff& m) {
   if (m.type_changed) return typed_value_text(*m.a) + " -> " + typed_value_text(*m.b) + " (type changed)";
   if (m.elements) return array_change_text(*m.a, *m.b, *m.elements);
   if (m.a->type() == ValueType::String) return string_change_text(m.a->as_string().value_or(""), m.b->as_string().value_or(""));
-  return fmt::format("{} {} -> {}", value_type_text(*m.a), bare_value_text(*m.a, kDiffShownChars), bare_value_text(*m.b, kDiffShownChars));
+  return fmt::format("{} {} -> {}", value_type_text(*m.a), value_text(*m.a, kValueLimits), value_text(*m.b, kValueLimits));
 }
 
 std::string shape_text(const TensorInfo& t) { return fmt::format("[{}]", fmt::join(t.shape(), ", ")); }
@@ -182,145 +162,150 @@ void diff_text(std::string& out, const DiffResult& r) {
 
 // ---- JSON ----
 
-void json_string(std::string& out, std::string_view s) { ggufkit::json::append_string(out, s); }
+using ggufkit::json::Writer;
+
+template <class T>
+void pair(Writer& w, std::string_view key, T a, T b) {
+  w.key(key).begin_array().value(a).value(b).end_array();
+}
 
 // {"type":"uint32","value":1}; arrays: {"type":"array","element_type":"string","length":N,"value":[...]}
 // with "head" (the first elements) and "truncated":true instead of "value" when long.
-void json_typed_value(std::string& out, const std::optional<ValueView>& v) {
+void json_typed_value(Writer& w, const std::optional<ValueView>& v) {
   if (!v) {
-    out += "null";
+    w.null();
     return;
   }
-  bool valid = true;
-  out += "{\"type\":";
-  json_string(out, ggufkit::value_type_name(v->type()));
+  w.take_lossy();
+  w.begin_object().member("type", ggufkit::value_type_name(v->type()));
   if (const auto arr = v->as_array()) {
-    fmt::format_to(std::back_inserter(out), ",\"element_type\":\"{}\",\"length\":{}",
-                   ggufkit::value_type_name(arr->element_type()), arr->size());
+    w.member("element_type", ggufkit::value_type_name(arr->element_type())).member("length", arr->size());
     if (arr->size() <= kJsonArrayLimit) {
-      out += ",\"value\":";
-      valid &= ggufkit::json::append_value(out, *v);
+      w.member("value", *v);
     } else {
-      out += ",\"head\":[";
+      w.key("head").begin_array();
       size_t shown = 0;
       for (const ValueView e : arr->values()) {
-        if (shown == kJsonArrayHead) break;
-        if (shown++ > 0) out += ',';
-        valid &= ggufkit::json::append_value(out, e);
+        if (shown++ == kJsonArrayHead) break;
+        w.value(e);
       }
-      out += "],\"truncated\":true";
+      w.end_array().member("truncated", true);
     }
   } else {
-    out += ",\"value\":";
-    valid &= ggufkit::json::append_value(out, *v);
+    w.member("value", *v);
   }
-  if (!valid) out += ",\"lossy\":true";
-  out += '}';
+  if (w.take_lossy()) w.member("lossy", true);
+  w.end_object();
 }
 
-void json_element(std::string& out, const std::optional<ValueView>& v) {
+void json_element(Writer& w, const std::optional<ValueView>& v) {
   if (v) {
-    ggufkit::json::append_value(out, *v);
+    w.value(*v);
   } else {
-    out += "null";
+    w.null();
   }
 }
 
-void json_tensor(std::string& out, const TensorInfo* t) {
+void json_tensor(Writer& w, const TensorInfo* t) {
   if (t == nullptr) {
-    out += "null";
+    w.null();
     return;
   }
-  fmt::format_to(std::back_inserter(out), "{{\"type\":\"{}\",\"shape\":[{}]}}", ggufkit::type_name(t->type),
-                 fmt::join(t->shape(), ","));
-}
-
-void json_bool(std::string& out, std::string_view key, bool v) {
-  fmt::format_to(std::back_inserter(out), ",\"{}\":{}", key, v ? "true" : "false");
+  w.begin_object().member("type", ggufkit::type_name(t->type)).key("shape").begin_array();
+  for (int64_t d : t->shape()) w.value(d);
+  w.end_array().end_object();
 }
 
 void diff_json(std::string& out, const DiffResult& r) {
-  auto it = std::back_inserter(out);
+  Writer w(out);
   const ggufkit::LayoutDiff& l = r.layout;
   const auto& c = r.counts;
-  fmt::format_to(it, "{{\"identical\":{},\"data_compared\":{}", r.identical(), r.data_compared);
-  fmt::format_to(it, ",\"layout\":{{\"differs\":{},\"version\":[{},{}],\"alignment\":[{},{}],\"shards\":[{},{}]",
-                 l.differs(), l.version_a, l.version_b, l.alignment_a, l.alignment_b, l.shards_a, l.shards_b);
-  json_bool(out, "metadata_order_differs", l.metadata_order_differs);
-  json_bool(out, "tensor_order_differs", l.tensor_order_differs);
-  fmt::format_to(it, "}},\"counts\":{{\"keys\":[{},{}],\"tensors\":[{},{}]", c.keys_a, c.keys_b, c.tensors_a, c.tensors_b);
-  if (r.data_compared) {
-    fmt::format_to(it, ",\"data_compared\":{},\"data_bytes_equal\":{}", c.data_compared, c.data_bytes_equal);
-  }
-  out += "},\"metadata\":[";
-  for (size_t i = 0; i < r.metadata.size(); ++i) {
-    const auto& m = r.metadata[i];
-    out += i ? ",{\"key\":" : "{\"key\":";
-    json_string(out, m.key);
-    fmt::format_to(it, ",\"change\":\"{}\"", change_name(m.change));
-    json_bool(out, "type_changed", m.type_changed);
-    out += ",\"a\":";
-    json_typed_value(out, m.a);
-    out += ",\"b\":";
-    json_typed_value(out, m.b);
+  w.begin_object().member("identical", r.identical()).member("data_compared", r.data_compared);
+  w.key("layout").begin_object().member("differs", l.differs());
+  pair(w, "version", l.version_a, l.version_b);
+  pair(w, "alignment", l.alignment_a, l.alignment_b);
+  pair(w, "shards", l.shards_a, l.shards_b);
+  w.member("metadata_order_differs", l.metadata_order_differs)
+      .member("tensor_order_differs", l.tensor_order_differs)
+      .end_object();
+  w.key("counts").begin_object();
+  pair(w, "keys", c.keys_a, c.keys_b);
+  pair(w, "tensors", c.tensors_a, c.tensors_b);
+  if (r.data_compared) w.member("data_compared", c.data_compared).member("data_bytes_equal", c.data_bytes_equal);
+  w.end_object();
+  w.key("metadata").begin_array();
+  for (const auto& m : r.metadata) {
+    w.begin_object()
+        .member("key", m.key)
+        .member("change", change_name(m.change))
+        .member("type_changed", m.type_changed);
+    w.key("a");
+    json_typed_value(w, m.a);
+    w.key("b");
+    json_typed_value(w, m.b);
     if (m.elements) {
       const ArrayDiff& d = *m.elements;
-      fmt::format_to(it, ",\"elements\":{{\"length_a\":{},\"length_b\":{},\"differing\":{},\"shown\":[", d.length_a,
-                     d.length_b, d.differing);
-      for (size_t k = 0; k < d.shown.size(); ++k) {
-        fmt::format_to(it, "{}{{\"index\":{},\"a\":", k ? "," : "", d.shown[k].index);
-        json_element(out, d.shown[k].a);
-        out += ",\"b\":";
-        json_element(out, d.shown[k].b);
-        out += '}';
+      w.key("elements")
+          .begin_object()
+          .member("length_a", d.length_a)
+          .member("length_b", d.length_b)
+          .member("differing", d.differing)
+          .key("shown")
+          .begin_array();
+      for (const auto& e : d.shown) {
+        w.begin_object().member("index", e.index).key("a");
+        json_element(w, e.a);
+        w.key("b");
+        json_element(w, e.b);
+        w.end_object();
       }
-      out += "]}";
+      w.end_array().end_object();
     }
-    out += '}';
+    w.end_object();
   }
-  out += "],\"tensors\":[";
-  for (size_t i = 0; i < r.tensors.size(); ++i) {
-    const auto& t = r.tensors[i];
-    out += i ? ",{\"name\":" : "{\"name\":";
-    json_string(out, t.name);
-    fmt::format_to(it, ",\"change\":\"{}\"", change_name(t.change));
-    json_bool(out, "type_changed", t.type_changed);
-    json_bool(out, "shape_changed", t.shape_changed);
-    out += ",\"a\":";
-    json_tensor(out, t.a);
-    out += ",\"b\":";
-    json_tensor(out, t.b);
-    out += '}';
+  w.end_array().key("tensors").begin_array();
+  for (const auto& t : r.tensors) {
+    w.begin_object()
+        .member("name", t.name)
+        .member("change", change_name(t.change))
+        .member("type_changed", t.type_changed)
+        .member("shape_changed", t.shape_changed);
+    w.key("a");
+    json_tensor(w, t.a);
+    w.key("b");
+    json_tensor(w, t.b);
+    w.end_object();
   }
-  out += "],\"data\":";
+  w.end_array().key("data");
   if (!r.data_compared) {
-    out += "null}\n";
+    w.null().end_object();
+    out += "\n";
     return;
   }
-  out += '[';
-  for (size_t i = 0; i < r.data.size(); ++i) {
-    const auto& d = r.data[i];
-    out += i ? ",{\"name\":" : "{\"name\":";
-    json_string(out, d.name);
-    fmt::format_to(it, ",\"type_a\":\"{}\",\"type_b\":\"{}\",\"values\":", ggufkit::type_name(d.a->type),
-                   ggufkit::type_name(d.b->type));
+  w.begin_array();
+  for (const auto& d : r.data) {
+    w.begin_object()
+        .member("name", d.name)
+        .member("type_a", ggufkit::type_name(d.a->type))
+        .member("type_b", ggufkit::type_name(d.b->type))
+        .key("values");
     if (d.values) {
       const ggufkit::ValueStats& s = *d.values;
-      fmt::format_to(it, "{{\"elements\":{},\"differing\":{},\"non_finite\":{},\"max_abs_diff\":", s.elements, s.differing,
-                     s.non_finite);
-      ggufkit::json::append_double(out, s.max_abs_diff);
-      out += ",\"rmse\":";
-      ggufkit::json::append_double(out, s.rmse);
-      out += ",\"cosine\":";
-      ggufkit::json::append_double(out, s.cosine);
-      out += '}';
+      w.begin_object()
+          .member("elements", s.elements)
+          .member("differing", s.differing)
+          .member("non_finite", s.non_finite)
+          .member("max_abs_diff", s.max_abs_diff)
+          .member("rmse", s.rmse)
+          .member("cosine", s.cosine)
+          .end_object();
     } else {
-      out += "null,\"note\":";
-      json_string(out, d.note);
+      w.null().member("note", d.note);
     }
-    out += '}';
+    w.end_object();
   }
-  out += "]}\n";
+  w.end_array().end_object();
+  out += "\n";
 }
 
 // A plain file, or the first shard of a split model (read as the whole model).

@@ -19,34 +19,8 @@ struct DumpArgs {
   bool full = false;
 };
 
-constexpr size_t kShownElements = 8;
-constexpr size_t kDumpShownChars = 120;
-
-std::string scalar_text(const ggufkit::ValueView& v, bool full) {
-  if (v.type() == ggufkit::ValueType::String) {
-    const std::string_view s = v.as_string().value_or("");
-    return fmt::format("\"{}\"", full ? shorten_for_display(s, SIZE_MAX) : shorten_for_display(s, kDumpShownChars));
-  }
-  std::string out;
-  ggufkit::json::append_value(out, v);
-  return out;
-}
-
-std::string value_text(const ggufkit::ValueView& v, bool full) {
-  const auto arr = v.as_array();
-  if (!arr) return scalar_text(v, full);
-  std::string out = "[";
-  uint64_t shown = 0;
-  for (const ggufkit::ValueView e : arr->values()) {
-    if (!full && shown == kShownElements) {
-      out += fmt::format(", … {} more", arr->size() - shown);
-      break;
-    }
-    if (shown++ > 0) out += ", ";
-    out += value_text(e, full);
-  }
-  return out + "]";
-}
+// Strings shown up to 120 characters and arrays up to 8 elements, at every level (--full: all).
+constexpr ValueTextLimits kDumpLimits{120, 8, 120};
 
 // A split model as JSON: the first shard's dump, the tensors of every shard (with their shard's
 // 0-based index) and the shards' own layouts.
@@ -97,7 +71,7 @@ int run_dump(const DumpArgs& args) {
     size_t i = 0;
     for (const ggufkit::KeyValue& kv : file->metadata()) {
       fmt::format_to(std::back_inserter(out), "{:5}  {:<40} {:<16} {}\n", ++i, shorten_for_display(kv.key, 200),
-                     value_type_text(kv.value), value_text(kv.value, args.full));
+                     value_type_text(kv.value), value_text(kv.value, args.full ? ValueTextLimits{} : kDumpLimits));
     }
     if (split) {
       fmt::format_to(std::back_inserter(out), "split model: {} shards, {} bytes in all\n", model->shards().size(),

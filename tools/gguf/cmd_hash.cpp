@@ -31,40 +31,35 @@ struct HashArgs {
 
 constexpr uintmax_t kMaxManifestBytes = uintmax_t{256} << 20;
 
-void append_entries_json(std::string& out, const std::vector<ManifestEntry>& entries) {
-  out += "[";
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i > 0) out += ",";
-    out += "{\"name\":";
-    ggufkit::json::append_string(out, entries[i].name);
-    out += fmt::format(",\"bytes\":{},\"digest\":\"{}\"}}", entries[i].bytes, entries[i].digest);
+void write_entries(ggufkit::json::Writer& w, const std::vector<ManifestEntry>& entries) {
+  w.begin_array();
+  for (const ManifestEntry& e : entries) {
+    w.begin_object().member("name", e.name).member("bytes", e.bytes).member("digest", e.digest).end_object();
   }
-  out += "]";
+  w.end_array();
 }
 
 std::string manifest_json(const Manifest& m) {
-  std::string out = fmt::format("{{\"algorithm\":\"{}\",\"files\":", ggufkit::digest_algorithm_name(m.algorithm));
-  append_entries_json(out, m.files);
-  out += ",\"tensors\":";
-  append_entries_json(out, m.tensors);
-  out += "}\n";
-  return out;
+  std::string out;
+  ggufkit::json::Writer w(out);
+  w.begin_object().member("algorithm", ggufkit::digest_algorithm_name(m.algorithm));
+  w.key("files");
+  write_entries(w, m.files);
+  w.key("tensors");
+  write_entries(w, m.tensors);
+  w.end_object();
+  return out + "\n";
 }
 
 std::string check_json(const std::vector<ManifestMismatch>& mismatches, size_t tensors) {
-  std::string out = fmt::format("{{\"ok\":{},\"tensors_checked\":{},\"mismatches\":[", mismatches.empty(), tensors);
-  for (size_t i = 0; i < mismatches.size(); ++i) {
-    if (i > 0) out += ",";
-    out += "{\"kind\":";
-    ggufkit::json::append_string(out, mismatches[i].kind);
-    out += ",\"name\":";
-    ggufkit::json::append_string(out, mismatches[i].name);
-    out += ",\"message\":";
-    ggufkit::json::append_string(out, mismatches[i].message);
-    out += "}";
+  std::string out;
+  ggufkit::json::Writer w(out);
+  w.begin_object().member("ok", mismatches.empty()).member("tensors_checked", tensors).key("mismatches").begin_array();
+  for (const ManifestMismatch& m : mismatches) {
+    w.begin_object().member("kind", m.kind).member("name", m.name).member("message", m.message).end_object();
   }
-  out += "]}\n";
-  return out;
+  w.end_array().end_object();
+  return out + "\n";
 }
 
 std::optional<Manifest> read_manifest(const std::string& path) {

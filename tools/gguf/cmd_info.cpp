@@ -136,59 +136,52 @@ void info_json(std::string& out, const std::string& path, const ggufkit::SplitMo
   const ggufkit::GgufFile& f = model.metadata_file();
   const ModelMetadata meta(f);
   const ggufkit::FileSummary s = ggufkit::summarize(model);
-  auto it = std::back_inserter(out);
-  out += "{\"file\":";
-  ggufkit::json::append_string(out, path);
-  fmt::format_to(it, ",\"version\":{},\"alignment\":{},\"data_offset\":{},\"file_size\":{}", f.version(),
-                 f.alignment(), f.data_offset(), model.file_bytes());
-  auto opt_string = [&](const char* key, std::optional<std::string_view> v) {
-    fmt::format_to(it, ",\"{}\":", key);
+  ggufkit::json::Writer w(out);
+  const auto member_or_null = [&](std::string_view key, const auto& v) {
+    w.key(key);
     if (v) {
-      ggufkit::json::append_string(out, *v);
+      w.value(*v);
     } else {
-      out += "null";
+      w.null();
     }
   };
-  opt_string("architecture", meta.architecture());
-  opt_string("name", meta.name());
+  w.begin_object()
+      .member("file", path)
+      .member("version", f.version())
+      .member("alignment", f.alignment())
+      .member("data_offset", f.data_offset())
+      .member("file_size", model.file_bytes());
+  member_or_null("architecture", meta.architecture());
+  member_or_null("name", meta.name());
   const auto ft = meta.file_type();
   const auto* fti = ft && *ft <= UINT32_MAX ? ggufkit::find_file_type(static_cast<uint32_t>(*ft)) : nullptr;
-  if (ft) {
-    fmt::format_to(it, ",\"file_type\":{}", *ft);
-  } else {
-    out += ",\"file_type\":null";
+  member_or_null("file_type", ft);
+  member_or_null("file_type_name", fti ? std::optional<std::string_view>(fti->name) : std::nullopt);
+  w.member("parameters", s.parameters)
+      .member("tensor_count", model.tensors().size())
+      .member("tensor_bytes", s.tensor_bytes)
+      .member("bits_per_weight", s.bits_per_weight);
+  w.key("types").begin_array();
+  for (const auto& u : s.types) {
+    w.begin_object()
+        .member("type", ggufkit::type_name(u.type))
+        .member("tensors", u.tensors)
+        .member("elements", u.elements)
+        .member("bytes", u.bytes)
+        .end_object();
   }
-  opt_string("file_type_name", fti ? std::optional<std::string_view>(fti->name) : std::nullopt);
-  fmt::format_to(it, ",\"parameters\":{},\"tensor_count\":{},\"tensor_bytes\":{},\"bits_per_weight\":", s.parameters,
-                 model.tensors().size(), s.tensor_bytes);
-  ggufkit::json::append_double(out, s.bits_per_weight);
-  out += ",\"types\":[";
-  for (size_t i = 0; i < s.types.size(); ++i) {
-    const auto& u = s.types[i];
-    fmt::format_to(it, "{}{{\"type\":\"{}\",\"tensors\":{},\"elements\":{},\"bytes\":{}}}", i ? "," : "",
-                   ggufkit::type_name(u.type), u.tensors, u.elements, u.bytes);
-  }
-  out += "],\"hyperparameters\":{";
-  const auto hp = hyperparameters(meta);
-  for (size_t i = 0; i < hp.size(); ++i) {
-    if (i) out += ',';
-    ggufkit::json::append_string(out, hp[i].key);
-    out += ':';
-    out += hp[i].json;
-  }
-  out += "}";
-  opt_string("tokenizer_model", meta.tokenizer_model());
+  w.end_array().key("hyperparameters").begin_object();
+  for (const auto& h : hyperparameters(meta)) w.key(h.key).raw(h.json);
+  w.end_object();
+  member_or_null("tokenizer_model", meta.tokenizer_model());
   const auto tokens = meta.tokens();
-  fmt::format_to(it, ",\"vocab_size\":{}", tokens ? fmt::format("{}", tokens->size()) : "null");
+  member_or_null("vocab_size", tokens ? std::optional<uint64_t>(tokens->size()) : std::nullopt);
   if (model.is_split()) {  // only for split models: the shards, in order
-    out += ",\"shards\":[";
-    for (size_t i = 0; i < model.paths().size(); ++i) {
-      if (i) out += ',';
-      ggufkit::json::append_string(out, model.paths()[i].string());
-    }
-    out += ']';
+    w.key("shards").begin_array();
+    for (const auto& p : model.paths()) w.value(p.string());
+    w.end_array();
   }
-  out += "}";
+  w.end_object();
 }
 
 int run_info(const InfoArgs& args) {
@@ -213,8 +206,8 @@ int run_info(const InfoArgs& args) {
     first = false;
   }
   if (args.json) out += "]\n";
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? status : kUsageOrIoError;
+  const int written = write_result(out);
+  return written != kOk ? written : status;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "output.h"
 
+#include "ggufkit/json.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -67,6 +69,29 @@ int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view outp
 std::string value_type_text(const ggufkit::ValueView& v) {
   if (const auto arr = v.as_array()) return fmt::format("{}[{}]", ggufkit::value_type_name(arr->element_type()), arr->size());
   return std::string(ggufkit::value_type_name(v.type()));
+}
+
+std::string value_text(const ggufkit::ValueView& v, const ValueTextLimits& limits) {
+  if (v.type() == ggufkit::ValueType::String) {
+    return fmt::format("\"{}\"", shorten_for_display(v.as_string().value_or(""), limits.string_chars));
+  }
+  if (const auto arr = v.as_array()) {
+    const ValueTextLimits inner{limits.element_string_chars, limits.elements, limits.element_string_chars};
+    std::string out = "[";
+    uint64_t shown = 0;
+    for (const ggufkit::ValueView e : arr->values()) {
+      if (shown == limits.elements) {
+        out += fmt::format(", … {} more", arr->size() - shown);
+        break;
+      }
+      if (shown++ > 0) out += ", ";
+      out += value_text(e, inner);
+    }
+    return out + "]";
+  }
+  std::string out;
+  ggufkit::json::append_value(out, v);
+  return out;
 }
 
 int write_result(std::string_view text) {

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,6 +59,16 @@ class LongRun {
 
 // A value's type as dump and diff print it: "uint32", "string[512]".
 std::string value_type_text(const ggufkit::ValueView& v);
+
+// How much of a value value_text shows.
+struct ValueTextLimits {
+  size_t string_chars = SIZE_MAX;          // a string value (shortened past that, control bytes escaped)
+  size_t elements = SIZE_MAX;              // an array's first elements, then "… N more"
+  size_t element_string_chars = SIZE_MAX;  // a string inside an array (and every limit of nested arrays)
+};
+// The one value formatter for people (dump, diff): numbers as JSON prints them (exact integers,
+// shortest round-trip floats), strings quoted, arrays as "[a, b, … N more]".
+std::string value_text(const ggufkit::ValueView& v, const ValueTextLimits& limits = {});
 
 // 1536 -> "1.50 KiB"
 std::string human_bytes(uint64_t bytes);
