@@ -111,4 +111,8 @@ class Writer {
 };
 }  // namespace json
 
+// The members of append_dump_json's object, into an object the caller has opened (split models
+// add their shards to it: split.h).
+void append_dump_members(json::Writer& w, const GgufFile& file, const JsonDumpOptions& options = {});
+
 }  // namespace ggufkit

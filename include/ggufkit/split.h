@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/json.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/summary.h"
 #include "ggufkit/writer.h"
@@ -133,6 +134,10 @@ Expected<GgufBuilder> merge_builder(const SplitModel& model);
 
 // Writes the merged model to `out`, atomically, in the shards' byte order (whatever
 // options.byte_order says). Refuses when `out` is one of the model's files.
+// gguf dump --json of a split model: the first shard's dump (its metadata is the model's), the
+// tensors of every shard with their shard's 0-based index, and each shard's own layout.
+void append_dump_json(std::string& out, const SplitModel& model, const JsonDumpOptions& options = {});
+
 // summarize() over every shard's tensors: the same rules as for one file (types by elements, most
 // first, ties by id). A model that is not split gives its one file's summary.
 FileSummary summarize(const SplitModel& model);

@@ -31,7 +31,7 @@ using convert_detail::ArchitectureSpec;
 using convert_detail::Dim;
 using convert_detail::Presence;
 using convert_detail::TensorRule;
-using json = nlohmann::json;
+using Json = nlohmann::json;  // (ggufkit::json is the library's JSON writer)
 
 namespace {
 
@@ -49,13 +49,13 @@ Error tensor_error(std::string_view name, std::string message) {
 
 // config.json, read and checked.
 struct HfConfig {
-  json root;
+  Json root;
   int64_t block_count = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, head_dim = 0, vocab = 0;
   bool has_head_kv = false, has_head_dim = false;
-  json rope;  // rope_parameters / rope_scaling, the full_attention part when split
+  Json rope;  // rope_parameters / rope_scaling, the full_attention part when split
 
   // An optional positive integer key.
-  Expected<std::optional<int64_t>> optional_int(const json& object, const std::string& key) const {
+  Expected<std::optional<int64_t>> optional_int(const Json& object, const std::string& key) const {
     const auto it = object.find(key);
     if (it == object.end() || it->is_null()) return std::optional<int64_t>{};
     if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() >= kMaxConfigValue) {
@@ -69,7 +69,7 @@ struct HfConfig {
     if (!*v) return config_error(key, "missing");
     return **v;
   }
-  Expected<std::optional<double>> optional_number(const json& object, const std::string& key) const {
+  Expected<std::optional<double>> optional_number(const Json& object, const std::string& key) const {
     const auto it = object.find(key);
     if (it == object.end() || it->is_null()) return std::optional<double>{};
     if (!it->is_number()) return config_error(key, fmt::format("expected a number, found {}", it->dump()));
@@ -84,7 +84,7 @@ Expected<HfConfig> read_config(const std::filesystem::path& dir) {
   std::stringstream text;
   text << in.rdbuf();
   HfConfig c;
-  c.root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  c.root = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (c.root.is_discarded() || !c.root.is_object()) {
     return make_error(ErrorCode::bad_header, std::nullopt, std::string(kConfigFile), "not a JSON object");
   }
@@ -112,9 +112,9 @@ Expected<HfConfig> read_config(const std::filesystem::path& dir) {
     c.head_dim = c.n_embd / c.n_head;
   }
   // As ModelBase.__init__: rope_parameters, else rope_scaling; the full-attention part when split.
-  json rope = c.root.value("rope_parameters", json());
-  if (rope.is_null()) rope = c.root.value("rope_scaling", json());
-  if (rope.is_null()) rope = json::object();
+  Json rope = c.root.value("rope_parameters", Json());
+  if (rope.is_null()) rope = c.root.value("rope_scaling", Json());
+  if (rope.is_null()) rope = Json::object();
   if (!rope.is_object()) return config_error("rope_scaling", "expected an object");
   if (rope.contains("full_attention")) {
     rope = rope["full_attention"];
@@ -338,7 +338,7 @@ void add_sampling_keys(ConvertPlan& plan, const std::filesystem::path& dir) {
   if (!in) return;
   std::stringstream content;
   content << in.rdbuf();
-  const json config = json::parse(content.str(), nullptr, /*allow_exceptions=*/false);
+  const Json config = Json::parse(content.str(), nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) return;
   enum class Kind { text, integer, real };
   struct Sampling {
@@ -636,7 +636,7 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
   }
   auto config = read_config(model_dir);
   if (!config) return std::move(config).error();
-  const json& archs = config->root.value("architectures", json::array());
+  const Json& archs = config->root.value("architectures", Json::array());
   if (!archs.is_array() || archs.empty() || !archs[0].is_string()) {
     return config_error("architectures", "missing: the model's class (LlamaForCausalLM...) is not named");
   }

@@ -139,44 +139,47 @@ bool append_value(std::string& out, const ValueView& value) {
 
 }  // namespace json
 
-void append_dump_json(std::string& out, const GgufFile& file, const JsonDumpOptions& options) {
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{\"version\":{},\"alignment\":{},\"data_offset\":{},\"file_size\":{}", file.version(),
-                 file.alignment(), file.data_offset(), file.file_size());
+void append_dump_members(json::Writer& w, const GgufFile& file, const JsonDumpOptions& options) {
+  w.member("version", file.version())
+      .member("alignment", file.alignment())
+      .member("data_offset", file.data_offset())
+      .member("file_size", file.file_size());
   if (options.metadata) {
-    out += ",\"metadata\":[";
-    bool first = true;
+    w.key("metadata").begin_array();
     for (const KeyValue& kv : file.metadata()) {
-      if (!first) out += ',';
-      first = false;
-      out += "{\"key\":";
-      bool valid = json::append_string(out, kv.key);
-      fmt::format_to(it, ",\"type\":\"{}\"", value_type_name(kv.value.type()));
+      w.take_lossy();
+      w.begin_object().member("key", kv.key).member("type", value_type_name(kv.value.type()));
       if (const auto arr = kv.value.as_array()) {
-        fmt::format_to(it, ",\"array_type\":\"{}\",\"count\":{}", value_type_name(arr->element_type()), arr->size());
+        w.member("array_type", value_type_name(arr->element_type())).member("count", arr->size());
       }
-      out += ",\"value\":";
-      valid &= json::append_value(out, kv.value);
-      if (!valid) out += ",\"lossy\":true";
-      out += '}';
+      w.member("value", kv.value);
+      if (w.take_lossy()) w.member("lossy", true);
+      w.end_object();
     }
-    out += ']';
+    w.end_array();
   }
   if (options.tensors) {
-    out += ",\"tensors\":[";
-    bool first = true;
+    w.key("tensors").begin_array();
     for (const TensorInfo& t : file.tensors()) {
-      if (!first) out += ',';
-      first = false;
-      out += "{\"name\":";
-      const bool valid = json::append_string(out, t.name);
-      fmt::format_to(it, ",\"type\":\"{}\",\"shape\":[{}],\"offset\":{},\"size\":{}", type_name(t.type),
-                     fmt::join(t.shape(), ","), t.offset, t.size);
-      out += valid ? "}" : ",\"lossy\":true}";
+      w.take_lossy();
+      w.begin_object().member("name", t.name);
+      const bool lossy = w.take_lossy();
+      w.member("type", type_name(t.type)).key("shape").begin_array();
+      for (int64_t d : t.shape()) w.value(d);
+      w.end_array().member("offset", t.offset).member("size", t.size);
+      if (lossy) w.member("lossy", true);
+      w.end_object();
     }
-    out += ']';
+    w.end_array();
   }
-  out += "}\n";
+}
+
+void append_dump_json(std::string& out, const GgufFile& file, const JsonDumpOptions& options) {
+  json::Writer w(out);
+  w.begin_object();
+  append_dump_members(w, file, options);
+  w.end_object();
+  out += '\n';
 }
 
 }  // namespace ggufkit

@@ -380,4 +380,39 @@ FileSummary summarize(const SplitModel& model) {
   return std::move(b).finish();
 }
 
+void append_dump_json(std::string& out, const SplitModel& model, const JsonDumpOptions& options) {
+  json::Writer w(out);
+  w.begin_object();
+  append_dump_members(w, model.metadata_file(), {.metadata = options.metadata, .tensors = false});
+  if (options.tensors) {
+    w.key("tensors").begin_array();
+    for (const ModelTensor& mt : model.tensors()) {
+      const TensorInfo& t = *mt.info;
+      w.take_lossy();
+      w.begin_object().member("name", t.name);
+      const bool lossy = w.take_lossy();
+      w.member("type", type_name(t.type)).key("shape").begin_array();
+      for (int64_t d : t.shape()) w.value(d);
+      w.end_array().member("shard", mt.shard).member("offset", t.offset).member("size", t.size);
+      if (lossy) w.member("lossy", true);
+      w.end_object();
+    }
+    w.end_array();
+  }
+  w.key("shards").begin_array();
+  for (size_t i = 0; i < model.shards().size(); ++i) {
+    const GgufFile& f = model.shards()[i];
+    w.begin_object()
+        .member("path", model.paths()[i].string())
+        .member("version", f.version())
+        .member("alignment", f.alignment())
+        .member("data_offset", f.data_offset())
+        .member("file_size", f.file_size())
+        .member("tensor_count", f.tensors().size())
+        .end_object();
+  }
+  w.end_array().end_object();
+  out += '\n';
+}
+
 }  // namespace ggufkit

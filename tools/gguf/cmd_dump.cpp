@@ -22,35 +22,6 @@ struct DumpArgs {
 // Strings shown up to 120 characters and arrays up to 8 elements, at every level (--full: all).
 constexpr ValueTextLimits kDumpLimits{120, 8, 120};
 
-// A split model as JSON: the first shard's dump, the tensors of every shard (with their shard's
-// 0-based index) and the shards' own layouts.
-void split_dump_json(std::string& out, const ggufkit::SplitModel& model, bool tensors) {
-  ggufkit::append_dump_json(out, model.metadata_file(), {.metadata = true, .tensors = false});
-  out.resize(out.size() - 2);  // reopen the object: drop "}\n"
-  auto it = std::back_inserter(out);
-  if (tensors) {
-    out += ",\"tensors\":[";
-    for (size_t i = 0; i < model.tensors().size(); ++i) {
-      const ggufkit::TensorInfo& t = *model.tensors()[i].info;
-      out += i ? ",{\"name\":" : "{\"name\":";
-      const bool valid = ggufkit::json::append_string(out, t.name);
-      fmt::format_to(it, ",\"type\":\"{}\",\"shape\":[{}],\"shard\":{},\"offset\":{},\"size\":{}", ggufkit::type_name(t.type),
-                     fmt::join(t.shape(), ","), model.tensors()[i].shard, t.offset, t.size);
-      out += valid ? "}" : ",\"lossy\":true}";
-    }
-    out += ']';
-  }
-  out += ",\"shards\":[";
-  for (size_t i = 0; i < model.shards().size(); ++i) {
-    const ggufkit::GgufFile& f = model.shards()[i];
-    out += i ? ",{\"path\":" : "{\"path\":";
-    ggufkit::json::append_string(out, model.paths()[i].string());
-    fmt::format_to(it, ",\"version\":{},\"alignment\":{},\"data_offset\":{},\"file_size\":{},\"tensor_count\":{}}}",
-                   f.version(), f.alignment(), f.data_offset(), f.file_size(), f.tensors().size());
-  }
-  out += "]}\n";
-}
-
 int run_dump(const DumpArgs& args) {
   auto model = ggufkit::SplitModel::open(args.file);
   if (!model) {
@@ -61,7 +32,7 @@ int run_dump(const DumpArgs& args) {
   const bool split = model->is_split();
   std::string out;
   if (args.json && split) {
-    split_dump_json(out, *model, !args.no_tensors);
+    ggufkit::append_dump_json(out, *model, {.metadata = true, .tensors = !args.no_tensors});
   } else if (args.json) {
     ggufkit::append_dump_json(out, *file, {.metadata = true, .tensors = !args.no_tensors});
   } else {

@@ -19,18 +19,19 @@ struct MergeArgs {
 };
 
 std::string merge_json(const ggufkit::SplitModel& model, const std::string& output, uint64_t out_bytes) {
-  std::string out = "{\"shards\":[";
+  std::string out;
+  ggufkit::json::Writer w(out);
+  w.begin_object().key("shards").begin_array();
   for (size_t i = 0; i < model.shards().size(); ++i) {
-    if (i) out += ',';
-    out += "{\"path\":";
-    ggufkit::json::append_string(out, model.paths()[i].string());
-    fmt::format_to(std::back_inserter(out), ",\"tensors\":{},\"file_bytes\":{}}}", model.shards()[i].tensors().size(),
-                   model.shards()[i].file_size());
+    w.begin_object()
+        .member("path", model.paths()[i].string())
+        .member("tensors", model.shards()[i].tensors().size())
+        .member("file_bytes", model.shards()[i].file_size())
+        .end_object();
   }
-  out += "],\"output\":";
-  ggufkit::json::append_string(out, output);
-  fmt::format_to(std::back_inserter(out), ",\"tensor_count\":{},\"file_bytes\":{}}}\n", model.tensors().size(), out_bytes);
-  return out;
+  w.end_array().member("output", output).member("tensor_count", model.tensors().size()).member("file_bytes", out_bytes);
+  w.end_object();
+  return out + "\n";
 }
 
 int run_merge(const MergeArgs& args) {

@@ -20,28 +20,26 @@ struct SplitArgs {
 };
 
 std::string plan_json(const std::string& input, const ggufkit::GgufFile& file, const ggufkit::SplitPlan& plan) {
-  std::string out = "{\"input\":";
-  ggufkit::json::append_string(out, input);
-  out += ",\"shards\":[";
-  for (size_t i = 0; i < plan.shards.size(); ++i) {
-    const auto& s = plan.shards[i];
-    if (i) out += ',';
-    out += "{\"path\":";
-    ggufkit::json::append_string(out, s.path);
-    fmt::format_to(std::back_inserter(out), ",\"tensors\":{},\"tensor_bytes\":{},\"file_bytes\":{},\"first_tensor\":",
-                   s.tensor_count, s.tensor_bytes, s.file_bytes);
+  std::string out;
+  ggufkit::json::Writer w(out);
+  w.begin_object().member("input", input).key("shards").begin_array();
+  for (const auto& s : plan.shards) {
+    w.begin_object()
+        .member("path", s.path)
+        .member("tensors", s.tensor_count)
+        .member("tensor_bytes", s.tensor_bytes)
+        .member("file_bytes", s.file_bytes);
     if (s.tensor_count) {
-      ggufkit::json::append_string(out, file.tensors()[s.first_tensor].name);
-      out += ",\"last_tensor\":";
-      ggufkit::json::append_string(out, file.tensors()[s.first_tensor + s.tensor_count - 1].name);
+      w.member("first_tensor", file.tensors()[s.first_tensor].name)
+          .member("last_tensor", file.tensors()[s.first_tensor + s.tensor_count - 1].name);
     } else {
-      out += "null,\"last_tensor\":null";
+      w.key("first_tensor").null().key("last_tensor").null();
     }
-    out += '}';
+    w.end_object();
   }
-  fmt::format_to(std::back_inserter(out), "],\"tensor_count\":{},\"total_file_bytes\":{}}}\n", file.tensors().size(),
-                 plan.total_file_bytes());
-  return out;
+  w.end_array().member("tensor_count", file.tensors().size()).member("total_file_bytes", plan.total_file_bytes());
+  w.end_object();
+  return out + "\n";
 }
 
 std::string plan_text(const ggufkit::GgufFile& file, const ggufkit::SplitPlan& plan) {
