@@ -41,6 +41,14 @@ enum class ErrorCode : uint16_t {
   tensor_size_mismatch,    // safetensors: data_offsets span not the size shape and dtype need
   index_mismatch,          // safetensors: model.safetensors.index.json disagrees with its shards
   cancelled,               // the caller asked a long operation to stop (RunOptions::cancel); nothing written
+  // safetensors' own codes (what the GGUF codes of the same name say, in a safetensors file):
+  safetensors_truncated,         // shorter than its 8-byte size field, or a header past the end
+  safetensors_duplicate_key,     // a repeated __metadata__ key or tensor field
+  safetensors_duplicate_tensor,  // a tensor name twice
+  safetensors_unknown_dtype,     // a dtype the reference crate does not know
+  safetensors_shape_overflow,    // element count or byte size not representable
+  safetensors_bad_offsets,       // data_offsets not tiling the data region (overlap, hole, reversed, bytes after)
+  safetensors_out_of_bounds,     // data_offsets past the end of the file
 };
 
 std::string_view error_code_name(ErrorCode code);

@@ -215,7 +215,7 @@ class HeaderHandler {
         RawTensor& t = tensors.back();
         t.dtype = safetensors_dtype_from_name(s);
         if (!t.dtype) {
-          return fail(ErrorCode::unknown_tensor_type, t.dtype_offset, t.name,
+          return fail(ErrorCode::safetensors_unknown_dtype, t.dtype_offset, t.name,
                       fmt::format("unknown dtype {}", quoted_text(s)));
         }
         return true;
@@ -265,7 +265,7 @@ class HeaderHandler {
       case Frame::tensor: return tensor_key(k, offset);
       case Frame::metadata: {
         if (!metadata_keys_.insert(k).second) {
-          return fail(ErrorCode::duplicate_key, offset, k, "__metadata__ key given twice");
+          return fail(ErrorCode::safetensors_duplicate_key, offset, k, "__metadata__ key given twice");
         }
         last_key_offset_ = offset;
         metadata.emplace_back(std::move(k), std::string());
@@ -424,14 +424,14 @@ class HeaderHandler {
   bool header_key(std::string k, uint64_t offset) {
     last_key_offset_ = offset;
     if (k == kSafetensorsMetadataKey) {
-      if (seen_metadata_) return fail(ErrorCode::duplicate_key, offset, std::move(k), "__metadata__ given twice");
+      if (seen_metadata_) return fail(ErrorCode::safetensors_duplicate_key, offset, std::move(k), "__metadata__ given twice");
       seen_metadata_ = true;
       metadata_offset_ = offset;
       slot_ = Slot::metadata;
       return true;
     }
     if (!names_.insert(k).second) {
-      return fail(ErrorCode::duplicate_tensor, offset, std::move(k), "tensor name given twice in the header");
+      return fail(ErrorCode::safetensors_duplicate_tensor, offset, std::move(k), "tensor name given twice in the header");
     }
     RawTensor& t = tensors.emplace_back();
     t.name = std::move(k);
@@ -443,7 +443,7 @@ class HeaderHandler {
   bool tensor_key(const std::string& k, uint64_t offset) {
     RawTensor& t = tensors.back();
     auto field = [&](bool& seen, uint64_t& field_offset, Slot slot) {
-      if (seen) return fail(ErrorCode::duplicate_key, offset, t.name, fmt::format("field \"{}\" given twice", k));
+      if (seen) return fail(ErrorCode::safetensors_duplicate_key, offset, t.name, fmt::format("field \"{}\" given twice", k));
       seen = true;
       field_offset = offset;
       slot_ = slot;
@@ -497,7 +497,7 @@ class SafetensorsParser {
     f.bytes_ = bytes_;
     const uint64_t size = bytes_.size();
     if (size < kSafetensorsSizeFieldBytes) {
-      return make_error(ErrorCode::truncated, 0, {},
+      return make_error(ErrorCode::safetensors_truncated, 0, {},
                         fmt::format("file of {} bytes is shorter than the 8-byte header size", size));
     }
     const uint64_t n = read_u64_le(bytes_.data());
@@ -506,7 +506,7 @@ class SafetensorsParser {
                         fmt::format("header size {} is over the limit of {} bytes", n, options_.max_header_bytes));
     }
     if (n > size - kSafetensorsSizeFieldBytes) {
-      return make_error(ErrorCode::truncated, 0, {},
+      return make_error(ErrorCode::safetensors_truncated, 0, {},
                         fmt::format("header of {} bytes runs past the end of the file ({} bytes)", n, size));
     }
     f.header_size_ = n;
@@ -550,16 +550,16 @@ class SafetensorsParser {
       const uint64_t begin = t.data_offsets[0];
       const uint64_t end = t.data_offsets[1];
       if (end < begin) {
-        return make_error(ErrorCode::bad_tensor_offset, t.data_offsets_offset, t.name,
+        return make_error(ErrorCode::safetensors_bad_offsets, t.data_offsets_offset, t.name,
                           fmt::format("data_offsets [{}, {}] end before they begin", begin, end));
       }
       if (begin < expected_begin) {
-        return make_error(ErrorCode::bad_tensor_offset, t.data_offsets_offset, t.name,
+        return make_error(ErrorCode::safetensors_bad_offsets, t.data_offsets_offset, t.name,
                           fmt::format("data_offsets [{}, {}] overlap the previous tensor's data, which ends at {}",
                                       begin, end, expected_begin));
       }
       if (begin > expected_begin) {
-        return make_error(ErrorCode::bad_tensor_offset, t.data_offsets_offset, t.name,
+        return make_error(ErrorCode::safetensors_bad_offsets, t.data_offsets_offset, t.name,
                           fmt::format("data_offsets [{}, {}] leave a hole of {} bytes after {}", begin, end,
                                       begin - expected_begin,
                                       expected_begin == 0 ? "the start of the data" : "the previous tensor's data"));
@@ -573,7 +573,7 @@ class SafetensorsParser {
       for (const uint64_t d : t.shape) {
         const auto product = checked::mul(elements, d);
         if (d > kMaxCount || !product || *product > kMaxCount) {
-          return make_error(ErrorCode::shape_overflow, t.shape_offset, t.name,
+          return make_error(ErrorCode::safetensors_shape_overflow, t.shape_offset, t.name,
                             fmt::format("shape {} has more elements than int64 holds", shape_text(t.shape)));
         }
         elements = *product;
@@ -581,7 +581,7 @@ class SafetensorsParser {
       const uint32_t bits = safetensors_dtype_bits(*t.dtype);
       const auto total_bits = checked::mul(elements, bits);
       if (!total_bits) {
-        return make_error(ErrorCode::shape_overflow, t.shape_offset, t.name,
+        return make_error(ErrorCode::safetensors_shape_overflow, t.shape_offset, t.name,
                           fmt::format("shape {} of {} is more than 2^64 bits", shape_text(t.shape),
                                       safetensors_dtype_name(*t.dtype)));
       }
@@ -604,14 +604,14 @@ class SafetensorsParser {
       for (const size_t i : order) {
         const RawTensor& t = raw[i];
         if (t.data_offsets[1] > data_size) {
-          return make_error(ErrorCode::data_out_of_bounds, t.data_offsets_offset, t.name,
+          return make_error(ErrorCode::safetensors_out_of_bounds, t.data_offsets_offset, t.name,
                             fmt::format("data ends at file offset {}, past the end of the file ({} bytes)",
                                         data_start + t.data_offsets[1], bytes_.size()));
         }
       }
     }
     if (expected_begin < data_size) {
-      return make_error(ErrorCode::bad_tensor_offset, data_start + expected_begin, {},
+      return make_error(ErrorCode::safetensors_bad_offsets, data_start + expected_begin, {},
                         fmt::format("{} bytes after the last tensor's data belong to no tensor",
                                     data_size - expected_begin));
     }
@@ -730,9 +730,9 @@ Expected<SafetensorsIndex> SafetensorsIndex::parse(std::string_view json, const 
         const uint64_t offset = key_start(json, cursor);
         const bool in_weight_map = depth == 2 && top_level_key == "weight_map";
         if (!keys.back().insert(k).second) {
-          throw IndexProblem{in_weight_map ? make_error(ErrorCode::duplicate_tensor, offset, k,
+          throw IndexProblem{in_weight_map ? make_error(ErrorCode::safetensors_duplicate_tensor, offset, k,
                                                         "tensor listed twice in weight_map")
-                                           : make_error(ErrorCode::duplicate_key, offset, k, "key given twice")};
+                                           : make_error(ErrorCode::safetensors_duplicate_key, offset, k, "key given twice")};
         }
         if (depth == 1) top_level_key = k;
         if (in_weight_map) weight_map_offsets.push_back(offset);
@@ -844,7 +844,7 @@ Expected<SafetensorsModel> SafetensorsModel::open(const std::filesystem::path& d
     const SafetensorsModelTensor& first = model.tensors_[model.tensor_by_name_[i - 1]];
     const SafetensorsModelTensor& again = model.tensors_[model.tensor_by_name_[i]];
     if (first.tensor->name == again.tensor->name) {
-      return make_error(ErrorCode::duplicate_tensor, again.tensor->header_offset, again.tensor->name,
+      return make_error(ErrorCode::safetensors_duplicate_tensor, again.tensor->header_offset, again.tensor->name,
                         fmt::format("{}: tensor also in {}", model.shard_files_[again.shard],
                                     model.shard_files_[first.shard]));
     }

@@ -34,6 +34,13 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::tensor_size_mismatch: return "tensor_size_mismatch";
     case ErrorCode::index_mismatch: return "index_mismatch";
     case ErrorCode::cancelled: return "cancelled";
+    case ErrorCode::safetensors_truncated: return "safetensors_truncated";
+    case ErrorCode::safetensors_duplicate_key: return "safetensors_duplicate_key";
+    case ErrorCode::safetensors_duplicate_tensor: return "safetensors_duplicate_tensor";
+    case ErrorCode::safetensors_unknown_dtype: return "safetensors_unknown_dtype";
+    case ErrorCode::safetensors_shape_overflow: return "safetensors_shape_overflow";
+    case ErrorCode::safetensors_bad_offsets: return "safetensors_bad_offsets";
+    case ErrorCode::safetensors_out_of_bounds: return "safetensors_out_of_bounds";
   }
   return "unknown_error";
 }

@@ -284,19 +284,19 @@ TEST(Safetensors, CrateTestVectors) {
   const std::string zero_sized = "<\0\0\0\0\0\0\0"s + R"({"test":{"dtype":"I32","shape":[2,0],"data_offsets":[0, 0]}})";
   const std::string invalid_info = "<\0\0\0\0\0\0\0"s + R"({"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0, 4]}})";
   const std::vector<Case> cases{
-      {"test_metadata_incomplete_buffer (extra data)", with_extra, ErrorCode::bad_tensor_offset},
-      {"test_metadata_incomplete_buffer (missing data)", missing_two, ErrorCode::data_out_of_bounds},
+      {"test_metadata_incomplete_buffer (extra data)", with_extra, ErrorCode::safetensors_bad_offsets},
+      {"test_metadata_incomplete_buffer (missing data)", missing_two, ErrorCode::safetensors_out_of_bounds},
       {"test_header_too_large", too_large, ErrorCode::bad_header},
-      {"test_header_too_small", ""sv, ErrorCode::truncated},
-      {"test_invalid_header_length", "<\0\0\0\0\0\0\0"sv, ErrorCode::truncated},
+      {"test_header_too_small", ""sv, ErrorCode::safetensors_truncated},
+      {"test_invalid_header_length", "<\0\0\0\0\0\0\0"sv, ErrorCode::safetensors_truncated},
       {"test_invalid_header_non_utf8", "\x01\0\0\0\0\0\0\0\xff"sv, ErrorCode::bad_header},
       {"test_invalid_header_not_json", "\x01\0\0\0\0\0\0\0{"sv, ErrorCode::bad_header},
       {"test_whitespace_padded_header", "\x06\0\0\0\0\0\0\0{}\x0D\x20\x09\x0A"sv, std::nullopt},
       {"test_whitespace_leading_padded_header", "\x06\0\0\0\0\0\0\0\x09\x0A{}\x0D\x20"sv, std::nullopt},
       {"test_zero_sized_tensor", zero_sized, std::nullopt},
       {"test_invalid_info", invalid_info, ErrorCode::tensor_size_mismatch},
-      {"test_validation_overflow (u64)", overflow_a, ErrorCode::shape_overflow},
-      {"test_validation_overflow (bits)", overflow_b, ErrorCode::shape_overflow},
+      {"test_validation_overflow (u64)", overflow_a, ErrorCode::safetensors_shape_overflow},
+      {"test_validation_overflow (bits)", overflow_b, ErrorCode::safetensors_shape_overflow},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.crate_test);
@@ -322,10 +322,10 @@ TEST(Safetensors, CrateTestVectors) {
 TEST(SafetensorsReject, HeaderSizeField) {
   for (size_t n = 0; n < 8; ++n) {
     const Error e = parse_error(std::vector<std::byte>(n));
-    expect_error(e, ErrorCode::truncated, "", 0);
+    expect_error(e, ErrorCode::safetensors_truncated, "", 0);
   }
   // Declared larger than the file: checked before any header byte is read.
-  expect_error(parse_error(file_bytes("{}", {}, 3)), ErrorCode::truncated, "", 0);
+  expect_error(parse_error(file_bytes("{}", {}, 3)), ErrorCode::safetensors_truncated, "", 0);
   expect_error(parse_error(file_bytes("{}", {}, UINT64_MAX)), ErrorCode::bad_header, "", 0);
   // Over the crate's 100 MB limit, even when the file is big enough (here: the limit lowered).
   expect_error(parse_error(file_bytes("{}", {}, 100'000'001)), ErrorCode::bad_header, "", 0);
@@ -374,8 +374,8 @@ TEST(SafetensorsReject, WrongJsonShapesNameTheTensor) {
       {R"({"w":1})", "\"w\""},
       {R"({"w":[1]})", "\"w\""},
       {R"({"w":{"dtype":1,"shape":[1],"data_offsets":[0,1]}})", "\"dtype\""},
-      {R"({"w":{"dtype":"F128","shape":[1],"data_offsets":[0,1]}})", "\"dtype\"", ErrorCode::unknown_tensor_type},
-      {R"({"w":{"dtype":"f32","shape":[1],"data_offsets":[0,4]}})", "\"dtype\"", ErrorCode::unknown_tensor_type},
+      {R"({"w":{"dtype":"F128","shape":[1],"data_offsets":[0,1]}})", "\"dtype\"", ErrorCode::safetensors_unknown_dtype},
+      {R"({"w":{"dtype":"f32","shape":[1],"data_offsets":[0,4]}})", "\"dtype\"", ErrorCode::safetensors_unknown_dtype},
       {R"({"w":{"dtype":"U8","shape":1,"data_offsets":[0,1]}})", "\"shape\""},
       {R"({"w":{"dtype":"U8","shape":[-1],"data_offsets":[0,1]}})", "\"shape\""},
       {R"({"w":{"dtype":"U8","shape":[-0],"data_offsets":[0,0]}})", "\"shape\""},
@@ -394,15 +394,15 @@ TEST(SafetensorsReject, WrongJsonShapesNameTheTensor) {
       {R"({"w":{"shape":[1],"data_offsets":[0,1]}})", "\"w\""},
       {R"({"w":{"dtype":"U8","data_offsets":[0,1]}})", "\"w\""},
       {R"({"w":{"dtype":"U8","shape":[1]}})", "\"w\""},
-      {R"({"w":{"dtype":"U8","shape":[1],"shape":[1],"data_offsets":[0,1]}})", "\"shape\"", ErrorCode::duplicate_key},
+      {R"({"w":{"dtype":"U8","shape":[1],"shape":[1],"data_offsets":[0,1]}})", "\"shape\"", ErrorCode::safetensors_duplicate_key},
       {R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"w":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}})",
-       "\"w\"", ErrorCode::duplicate_tensor},
+       "\"w\"", ErrorCode::safetensors_duplicate_tensor},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.header);
     const Error e = parse_error(raw_file(c.header, 1));
     // Duplicates point at the second occurrence.
-    const int nth = c.code == ErrorCode::duplicate_key || c.code == ErrorCode::duplicate_tensor ? 1 : 0;
+    const int nth = c.code == ErrorCode::safetensors_duplicate_key || c.code == ErrorCode::safetensors_duplicate_tensor ? 1 : 0;
     expect_error(e, c.code, "w", at(c.header, c.field, nth));
   }
 }
@@ -414,7 +414,7 @@ TEST(SafetensorsReject, MetadataMustBeAnObjectOfStrings) {
   }
   {
     const std::string header = R"({"__metadata__":{"a":"x","a":"y"}})";
-    expect_error(parse_error(file_bytes(header, {})), ErrorCode::duplicate_key, "a", at(header, "\"a\"", 1));
+    expect_error(parse_error(file_bytes(header, {})), ErrorCode::safetensors_duplicate_key, "a", at(header, "\"a\"", 1));
   }
   {
     const std::string header = R"({"__metadata__":["x"]})";
@@ -422,7 +422,7 @@ TEST(SafetensorsReject, MetadataMustBeAnObjectOfStrings) {
   }
   {
     const std::string header = R"({"__metadata__":{},"__metadata__":{}})";
-    expect_error(parse_error(file_bytes(header, {})), ErrorCode::duplicate_key, "__metadata__",
+    expect_error(parse_error(file_bytes(header, {})), ErrorCode::safetensors_duplicate_key, "__metadata__",
                  at(header, "\"__metadata__\"", 1));
   }
 }
@@ -437,25 +437,25 @@ TEST(SafetensorsReject, OffsetsMustTileTheDataExactly) {
   const std::vector<Case> cases{
       // b overlaps a.
       {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})", 6,
-       "b", ErrorCode::bad_tensor_offset},
+       "b", ErrorCode::safetensors_bad_offsets},
       // A hole between a and b.
       {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[5,9]}})", 9,
-       "b", ErrorCode::bad_tensor_offset},
+       "b", ErrorCode::safetensors_bad_offsets},
       // The first tensor not at 0.
-      {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[1,5]}})", 5, "a", ErrorCode::bad_tensor_offset},
+      {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[1,5]}})", 5, "a", ErrorCode::safetensors_bad_offsets},
       // End before begin.
       {R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"b":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},)"
        R"("c":{"dtype":"U8","shape":[4],"data_offsets":[4,0]}})",
-       4, "c", ErrorCode::bad_tensor_offset},
+       4, "c", ErrorCode::safetensors_bad_offsets},
       // Two tensors at the same place.
       {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 4,
-       "b", ErrorCode::bad_tensor_offset},
+       "b", ErrorCode::safetensors_bad_offsets},
       // Size mismatch: 4 F32 need 16 bytes.
       {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,12]}})", 12, "a", ErrorCode::tensor_size_mismatch},
       {R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,6]}})", 6, "a", ErrorCode::tensor_size_mismatch},
       // Data past the end of the file (truncated data).
       {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", 6,
-       "b", ErrorCode::data_out_of_bounds},
+       "b", ErrorCode::safetensors_out_of_bounds},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.header);
@@ -466,8 +466,8 @@ TEST(SafetensorsReject, OffsetsMustTileTheDataExactly) {
   }
   // Bytes after the last tensor belong to no tensor: offset where they start, no subject.
   const std::string header = R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})";
-  expect_error(parse_error(raw_file(header, 5)), ErrorCode::bad_tensor_offset, "", 8 + header.size() + 4);
-  expect_error(parse_error(raw_file("{}", 1)), ErrorCode::bad_tensor_offset, "", 8 + 2);
+  expect_error(parse_error(raw_file(header, 5)), ErrorCode::safetensors_bad_offsets, "", 8 + header.size() + 4);
+  expect_error(parse_error(raw_file("{}", 1)), ErrorCode::safetensors_bad_offsets, "", 8 + 2);
 }
 
 TEST(SafetensorsReject, SubByteTensorsMustFillWholeBytes) {
@@ -483,11 +483,11 @@ TEST(SafetensorsReject, HugeShapesOverflowCleanly) {
                                   "[18446744073709551615,2]", "[4611686018427387904,2]"}) {
     SCOPED_TRACE(shape);
     const std::string header = R"({"a":{"dtype":"U8","shape":)" + shape + R"(,"data_offsets":[0,0]}})";
-    expect_error(parse_error(raw_file(header, 0)), ErrorCode::shape_overflow, "a", at(header, "\"shape\""));
+    expect_error(parse_error(raw_file(header, 0)), ErrorCode::safetensors_shape_overflow, "a", at(header, "\"shape\""));
   }
   // Elements fit in int64, their bits do not fit in u64.
   const std::string header = R"({"a":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,0]}})";
-  expect_error(parse_error(raw_file(header, 0)), ErrorCode::shape_overflow, "a", at(header, "\"shape\""));
+  expect_error(parse_error(raw_file(header, 0)), ErrorCode::safetensors_shape_overflow, "a", at(header, "\"shape\""));
   // A zero before the big dimensions: 0 elements, accepted (as the crate's checked fold).
   const auto zero_first =
       raw_file(R"({"a":{"dtype":"U8","shape":[0,9223372036854775807,9223372036854775807],"data_offsets":[0,0]}})", 0);
@@ -495,7 +495,7 @@ TEST(SafetensorsReject, HugeShapesOverflowCleanly) {
   EXPECT_EQ(f.tensors()[0].n_elements(), 0);
   // data_offsets at the top of u64.
   const std::string top = R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[18446744073709551614,18446744073709551615]}})";
-  expect_error(parse_error(raw_file(top, 1)), ErrorCode::bad_tensor_offset, "a", at(top, "\"data_offsets\""));
+  expect_error(parse_error(raw_file(top, 1)), ErrorCode::safetensors_bad_offsets, "a", at(top, "\"data_offsets\""));
 }
 
 TEST(SafetensorsReject, TooManyDimensions) {
@@ -692,7 +692,7 @@ TEST_F(SafetensorsModelTest, NameInTwoShards) {
   write("model-00002-of-00002.safetensors", {{"c", "BF16", {2, 2}, pattern(8, 3)}, {"a", "F32", {2}, pattern(8, 1)}});
   auto m = SafetensorsModel::open(dir_);
   ASSERT_FALSE(m);
-  EXPECT_EQ(m.error().code, ErrorCode::duplicate_tensor) << m.error().describe();
+  EXPECT_EQ(m.error().code, ErrorCode::safetensors_duplicate_tensor) << m.error().describe();
   EXPECT_EQ(m.error().subject, "a");
 }
 
@@ -709,7 +709,7 @@ TEST_F(SafetensorsModelTest, MissingOrBrokenShard) {
   write_text("model-00002-of-00002.safetensors", "short");
   auto broken = SafetensorsModel::open(dir_);
   ASSERT_FALSE(broken);
-  EXPECT_EQ(broken.error().code, ErrorCode::truncated);
+  EXPECT_EQ(broken.error().code, ErrorCode::safetensors_truncated);
   EXPECT_EQ(broken.error().file, "model-00002-of-00002.safetensors");
   EXPECT_EQ(broken.error().offset, std::optional<uint64_t>(0));
 }
@@ -727,8 +727,8 @@ TEST(SafetensorsIndexParse, Rejections) {
       {"{\"weight_map\":[]}", ErrorCode::bad_header, "weight_map"},
       {"{\"metadata\":1,\"weight_map\":{}}", ErrorCode::bad_header, "metadata"},
       {"{\"weight_map\":{\"a\":1}}", ErrorCode::bad_header, "a"},
-      {"{\"weight_map\":{\"a\":\"s\",\"a\":\"s\"}}", ErrorCode::duplicate_tensor, "a"},
-      {"{\"weight_map\":{},\"weight_map\":{}}", ErrorCode::duplicate_key, "weight_map"},
+      {"{\"weight_map\":{\"a\":\"s\",\"a\":\"s\"}}", ErrorCode::safetensors_duplicate_tensor, "a"},
+      {"{\"weight_map\":{},\"weight_map\":{}}", ErrorCode::safetensors_duplicate_key, "weight_map"},
       {"{\"weight_map\":{\"a\":\"../s\"}}", ErrorCode::index_mismatch, "a"},
       {"{\"weight_map\":{\"a\":\"/etc/passwd\"}}", ErrorCode::index_mismatch, "a"},
       {"{\"weight_map\":{\"a\":\"..\"}}", ErrorCode::index_mismatch, "a"},
