@@ -55,7 +55,8 @@ struct CheckReport {
 // whole for the rest). Errors: the file (or the base) cannot be opened or mapped.
 Expected<CheckReport> check_file(const std::filesystem::path& path, const CheckOptions& options = {});
 
-// Checks bytes already in memory as one file (tests, fuzzing). Never fails.
+// Checks bytes already in memory as one file (a download not yet written, a section of a larger
+// file). Never fails.
 CheckReport check_bytes(std::span<const std::byte> bytes, const CheckOptions& options = {});
 
 }  // namespace ggufkit

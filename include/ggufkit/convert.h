@@ -54,7 +54,7 @@ struct ConvertOptions : RunOptions {  // threads, cancel, progress, sync (thread
   // The type of the weight matrices (the Python converter's --outtype, f16 by default): F32, F16,
   // BF16, Q8_0, or any type quantize() encodes without an importance matrix.
   TensorType out_type = TensorType::F16;
-  // false: no tokenizer keys (tests, vocab-less tools). A model without them does not load in
+  // false: no tokenizer keys (tools that do not need a vocabulary). A model without them does not load in
   // llama.cpp.
   bool tokenizer = true;
   // convert_model only plans (and checks) the conversion; nothing is written.

@@ -50,7 +50,7 @@ inline constexpr std::string_view kImatrixChunkSizeKey = "imatrix.chunk_size";
 // at their first NUL byte; bytes after the legacy trailer are ignored; an imatrix.datasets that is
 // not an array of strings is ignored.
 Expected<ImportanceMatrix> load_importance_matrix(const std::filesystem::path& path);
-// The same from bytes in memory (tests, fuzzing).
+// The same from bytes already in memory (an embedded or downloaded matrix).
 Expected<ImportanceMatrix> parse_importance_matrix(std::span<const std::byte> bytes);
 
 // llama-quantize's --exclude-weights: drops the entries whose name contains any of `parts`.

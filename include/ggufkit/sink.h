@@ -9,7 +9,8 @@
 
 namespace ggufkit {
 
-// Where the bytes go. AtomicFile (io) writes files; tests use MemorySink.
+// Where the bytes go. AtomicFile (io) writes files; MemorySink keeps them in memory (to build a
+// file in a buffer, to hash or send it).
 class ByteSink {
  public:
   virtual ~ByteSink() = default;
