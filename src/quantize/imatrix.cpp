@@ -194,7 +194,7 @@ Expected<ImportanceMatrix> parse_legacy_form(std::span<const std::byte> bytes) {
   auto n_entries = in.int32({}, "the entry count");
   if (!n_entries) return std::move(n_entries).error();
   if (*n_entries < 1 || static_cast<uint64_t>(*n_entries) > in.left() / kMinLegacyEntryBytes) {
-    return make_error(ErrorCode::bad_count, std::nullopt, {},
+    return make_error(ErrorCode::bad_count, 0, {},  // the entry count is the file's first field
                       fmt::format("{} entries in a legacy importance matrix of {} bytes", *n_entries, bytes.size()));
   }
 

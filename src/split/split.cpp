@@ -306,9 +306,11 @@ Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const O
     auto expected = split_key<int32_t>(model.shards_.front(), keys::kSplitTensorsCount, first_path);
     if (!expected) return std::move(expected).error();
     if (!*expected || **expected < 0 || static_cast<size_t>(**expected) != model.tensors_.size()) {
-      return split_error(std::string(keys::kSplitTensorsCount),
-                         fmt::format("{}: split.tensors.count is {}, the {} shards hold {} tensors", first_path,
-                                     *expected ? fmt::format("{}", **expected) : "missing", n, model.tensors_.size()));
+      return with_file(split_error(std::string(keys::kSplitTensorsCount),
+                                   fmt::format("split.tensors.count is {}, the {} shards hold {} tensors",
+                                               *expected ? fmt::format("{}", **expected) : "missing", n,
+                                               model.tensors_.size())),
+                       first_path);
     }
   }
   return model;
@@ -363,7 +365,7 @@ Expected<void> write_merged(const SplitModel& model, const std::filesystem::path
   std::error_code ec;
   for (const auto& p : model.paths()) {
     if (std::filesystem::equivalent(p, out, ec)) {
-      return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{}: the output would replace an input shard", out.string()));
+      return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the output would replace an input shard"), out.string());
     }
   }
   auto b = merge_builder(model);

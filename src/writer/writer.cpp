@@ -40,7 +40,7 @@ GgufBuilder GgufBuilder::from_file(const GgufFile& file) {
   }
   for (const TensorInfo& t : file.tensors()) {
     b.tensors_.push_back(Tensor{std::string(t.name), t.type, t.n_dims, t.ne, t.size, file.tensor_data(t), {}, {}});
-    const auto padded_size = checked::align_up(t.size, kMaxAlignment);  // inside the file: far below 2^63
+    const auto padded_size = checked::align_up(t.size, kMaxAlignment);  // saturates: a later add_tensor then fails
     b.data_bound_ = padded_size ? checked::add(b.data_bound_, *padded_size).value_or(UINT64_MAX) : UINT64_MAX;
   }
   b.suggested_.byte_order = file.byte_order();
@@ -86,7 +86,10 @@ const MetadataValue* GgufBuilder::find(std::string_view key) const {
 
 uint32_t GgufBuilder::alignment() const {
   const MetadataValue* v = find(keys::kAlignment);
-  return v ? v->view().get<uint32_t>().value_or(kDefaultAlignment) : kDefaultAlignment;
+  // A bad general.alignment (kept from a file opened past problems) counts as the default, as the
+  // reader takes it: the layout arithmetic only ever sees a power of two.
+  const auto a = v ? v->view().get<uint32_t>() : std::nullopt;
+  return a && checked::is_power_of_two(*a) ? *a : kDefaultAlignment;
 }
 
 Expected<void> GgufBuilder::add_tensor(std::string_view name, TensorType type, std::span<const int64_t> shape,

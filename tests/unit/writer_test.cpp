@@ -874,3 +874,36 @@ TEST(WriterRoundTrip, EditedCopyKeepsTensorData) {
 
 }  // namespace
 }  // namespace ggufkit
+
+namespace ggufkit {
+namespace {
+
+using test::RawGguf;
+
+// A file opened past its problems keeps a bad general.alignment (0 here); the reader lays it out at
+// 32, and so does a builder made from it: no exception, no division by zero, the same bytes back.
+TEST(WriterFromFile, BadAlignmentKeptFromAFileOpenedPastProblemsCountsAs32) {
+  RawGguf g;
+  g.header(3, 1, 1).kv_u32("general.alignment", 0).tensor_info("t", {8}, 0, 0).pad_to(32);
+  g.fill(32, 0x3f);
+  OpenOptions options;
+  size_t problems = 0;
+  options.on_problem = [&](const Error& e) {
+    EXPECT_EQ(e.code, ErrorCode::bad_alignment);
+    ++problems;
+    return true;
+  };
+  const auto file = GgufFile::parse(g.span(), options);
+  ASSERT_TRUE(file) << file.error().describe();
+  EXPECT_EQ(problems, 1u);
+  EXPECT_EQ(file->alignment(), 32u);
+  const GgufBuilder b = GgufBuilder::from_file(*file);
+  EXPECT_EQ(b.alignment(), 32u);
+  EXPECT_EQ(b.file_bytes(b.suggested_options()), g.size());
+  MemorySink sink;
+  ASSERT_TRUE(b.write(sink, b.suggested_options()));
+  EXPECT_EQ(sink.data, g.bytes());
+}
+
+}  // namespace
+}  // namespace ggufkit
