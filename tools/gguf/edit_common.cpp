@@ -17,17 +17,8 @@ using ggufkit::MetadataValue;
 using ggufkit::ValueType;
 using ggufkit::ValueView;
 
-// A value for a report line: arrays by their size, long strings shortened.
-std::string display(const ValueView& value) {
-  if (value.type() == ValueType::Array) {
-    const auto array = value.as_array();
-    if (!array) return "[malformed array]";
-    return fmt::format("[{} {}]", array->size(), ggufkit::value_type_name(array->element_type()));
-  }
-  std::string json;
-  ggufkit::json::append_value(json, value);
-  return shorten_for_display(json, 80);
-}
+// A value for a report line: arrays by their size and type, strings shortened to 80 characters.
+std::string display(const ValueView& value) { return value_text(value, {80, 0, 80}); }
 
 std::string type_label(const ValueView& value) {
   if (value.type() != ValueType::Array) return std::string(ggufkit::value_type_name(value.type()));

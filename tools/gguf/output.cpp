@@ -76,6 +76,7 @@ std::string value_text(const ggufkit::ValueView& v, const ValueTextLimits& limit
     return fmt::format("\"{}\"", shorten_for_display(v.as_string().value_or(""), limits.string_chars));
   }
   if (const auto arr = v.as_array()) {
+    if (limits.elements == 0) return fmt::format("[{} {}]", arr->size(), ggufkit::value_type_name(arr->element_type()));
     const ValueTextLimits inner{limits.element_string_chars, limits.elements, limits.element_string_chars};
     std::string out = "[";
     uint64_t shown = 0;

@@ -63,7 +63,7 @@ std::string value_type_text(const ggufkit::ValueView& v);
 // How much of a value value_text shows.
 struct ValueTextLimits {
   size_t string_chars = SIZE_MAX;          // a string value (shortened past that, control bytes escaped)
-  size_t elements = SIZE_MAX;              // an array's first elements, then "… N more"
+  size_t elements = SIZE_MAX;              // an array's first elements, then "… N more"; 0: "[N type]"
   size_t element_string_chars = SIZE_MAX;  // a string inside an array (and every limit of nested arrays)
 };
 // The one value formatter for people (dump, diff): numbers as JSON prints them (exact integers,
