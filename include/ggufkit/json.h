@@ -5,6 +5,8 @@
 // and the entry is marked "lossy": true.
 #pragma once
 
+#include <optional>
+#include <ranges>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -61,6 +63,19 @@ class Writer {
     return raw(std::to_string(n));
   }
   Writer& null() { return raw("null"); }
+  // The value, or null when there is none.
+  template <class T>
+  Writer& value(const std::optional<T>& v) {
+    return v ? value(*v) : null();
+  }
+  // An array of the values of a range (a shape, a list of names).
+  template <class R>
+    requires std::ranges::input_range<R> && (!std::is_convertible_v<const R&, std::string_view>)
+  Writer& array(const R& values) {
+    begin_array();
+    for (const auto& v : values) value(v);
+    return end_array();
+  }
   // Text that is already JSON.
   Writer& raw(std::string_view json) {
     return scalar([&] { out_ += json; });
@@ -110,6 +125,10 @@ class Writer {
   bool lossy_ = false;
 };
 }  // namespace json
+
+// One entry of a dump's "tensors" array: name, type, shape, the shard index when `shard` is given,
+// offset, size, and "lossy": true when the name is not UTF-8.
+void write_dump_tensor(json::Writer& w, const TensorInfo& t, std::optional<uint32_t> shard = std::nullopt);
 
 // The members of append_dump_json's object, into an object the caller has opened (split models
 // add their shards to it: split.h).

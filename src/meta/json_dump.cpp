@@ -139,6 +139,17 @@ bool append_value(std::string& out, const ValueView& value) {
 
 }  // namespace json
 
+void write_dump_tensor(json::Writer& w, const TensorInfo& t, std::optional<uint32_t> shard) {
+  w.take_lossy();
+  w.begin_object().member("name", t.name);
+  const bool lossy = w.take_lossy();
+  w.member("type", type_name(t.type)).key("shape").array(t.shape());
+  if (shard) w.member("shard", *shard);
+  w.member("offset", t.offset).member("size", t.size);
+  if (lossy) w.member("lossy", true);
+  w.end_object();
+}
+
 void append_dump_members(json::Writer& w, const GgufFile& file, const JsonDumpOptions& options) {
   w.member("version", file.version())
       .member("alignment", file.alignment())
@@ -160,16 +171,7 @@ void append_dump_members(json::Writer& w, const GgufFile& file, const JsonDumpOp
   }
   if (options.tensors) {
     w.key("tensors").begin_array();
-    for (const TensorInfo& t : file.tensors()) {
-      w.take_lossy();
-      w.begin_object().member("name", t.name);
-      const bool lossy = w.take_lossy();
-      w.member("type", type_name(t.type)).key("shape").begin_array();
-      for (int64_t d : t.shape()) w.value(d);
-      w.end_array().member("offset", t.offset).member("size", t.size);
-      if (lossy) w.member("lossy", true);
-      w.end_object();
-    }
+    for (const TensorInfo& t : file.tensors()) write_dump_tensor(w, t);
     w.end_array();
   }
 }

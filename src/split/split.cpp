@@ -388,17 +388,7 @@ void append_dump_json(std::string& out, const SplitModel& model, const JsonDumpO
   append_dump_members(w, model.metadata_file(), {.metadata = options.metadata, .tensors = false});
   if (options.tensors) {
     w.key("tensors").begin_array();
-    for (const ModelTensor& mt : model.tensors()) {
-      const TensorInfo& t = *mt.info;
-      w.take_lossy();
-      w.begin_object().member("name", t.name);
-      const bool lossy = w.take_lossy();
-      w.member("type", type_name(t.type)).key("shape").begin_array();
-      for (int64_t d : t.shape()) w.value(d);
-      w.end_array().member("shard", mt.shard).member("offset", t.offset).member("size", t.size);
-      if (lossy) w.member("lossy", true);
-      w.end_object();
-    }
+    for (const ModelTensor& mt : model.tensors()) write_dump_tensor(w, *mt.info, mt.shard);
     w.end_array();
   }
   w.key("shards").begin_array();

@@ -26,12 +26,7 @@ struct CheckArgs {
 
 void write_finding(ggufkit::json::Writer& w, const Finding& f) {
   w.begin_object().member("severity", ggufkit::severity_name(f.severity)).member("code", f.code).member("subject", f.subject);
-  w.key("offset");
-  if (f.offset) {
-    w.value(*f.offset);
-  } else {
-    w.null();
-  }
+  w.member("offset", f.offset);
   if (!f.file.empty()) w.member("file", f.file);
   w.member("message", f.message).end_object();
 }

@@ -39,9 +39,11 @@ int print_plan_json(const ggufkit::ConvertPlan& plan) {
   for (const auto& [key, value] : plan.metadata) w.value(key);
   w.end_array().key("tensors").begin_array();
   for (const auto& t : plan.tensors) {
-    w.begin_object().member("hf_name", t.hf_name).member("name", t.gguf_name).key("shape").begin_array();
-    for (int64_t d : t.shape) w.value(d);
-    w.end_array()
+    w.begin_object()
+        .member("hf_name", t.hf_name)
+        .member("name", t.gguf_name)
+        .key("shape")
+        .array(t.shape)
         .member("source_dtype", t.source ? ggufkit::safetensors_dtype_name(t.source->dtype) : std::string_view("generated"))
         .member("type", ggufkit::type_name(t.type))
         .member("transform", ggufkit::convert_transform_name(t.transform))
@@ -49,9 +51,7 @@ int print_plan_json(const ggufkit::ConvertPlan& plan) {
         .member("note", t.note)
         .end_object();
   }
-  w.end_array().key("skipped").begin_array();
-  for (const auto& s : plan.skipped) w.value(s);
-  w.end_array().end_object();
+  w.end_array().key("skipped").array(plan.skipped).end_object();
   return write_result(out + "\n");
 }
 

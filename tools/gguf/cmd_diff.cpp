@@ -198,22 +198,12 @@ void json_typed_value(Writer& w, const std::optional<ValueView>& v) {
   w.end_object();
 }
 
-void json_element(Writer& w, const std::optional<ValueView>& v) {
-  if (v) {
-    w.value(*v);
-  } else {
-    w.null();
-  }
-}
-
 void json_tensor(Writer& w, const TensorInfo* t) {
   if (t == nullptr) {
     w.null();
     return;
   }
-  w.begin_object().member("type", ggufkit::type_name(t->type)).key("shape").begin_array();
-  for (int64_t d : t->shape()) w.value(d);
-  w.end_array().end_object();
+  w.begin_object().member("type", ggufkit::type_name(t->type)).key("shape").array(t->shape()).end_object();
 }
 
 void diff_json(std::string& out, const DiffResult& r) {
@@ -254,9 +244,9 @@ void diff_json(std::string& out, const DiffResult& r) {
           .begin_array();
       for (const auto& e : d.shown) {
         w.begin_object().member("index", e.index).key("a");
-        json_element(w, e.a);
+        w.value(e.a);
         w.key("b");
-        json_element(w, e.b);
+        w.value(e.b);
         w.end_object();
       }
       w.end_array().end_object();

@@ -137,26 +137,18 @@ void info_json(std::string& out, const std::string& path, const ggufkit::SplitMo
   const ModelMetadata meta(f);
   const ggufkit::FileSummary s = ggufkit::summarize(model);
   ggufkit::json::Writer w(out);
-  const auto member_or_null = [&](std::string_view key, const auto& v) {
-    w.key(key);
-    if (v) {
-      w.value(*v);
-    } else {
-      w.null();
-    }
-  };
   w.begin_object()
       .member("file", path)
       .member("version", f.version())
       .member("alignment", f.alignment())
       .member("data_offset", f.data_offset())
       .member("file_size", model.file_bytes());
-  member_or_null("architecture", meta.architecture());
-  member_or_null("name", meta.name());
+  w.member("architecture", meta.architecture());
+  w.member("name", meta.name());
   const auto ft = meta.file_type();
   const auto* fti = ft && *ft <= UINT32_MAX ? ggufkit::find_file_type(static_cast<uint32_t>(*ft)) : nullptr;
-  member_or_null("file_type", ft);
-  member_or_null("file_type_name", fti ? std::optional<std::string_view>(fti->name) : std::nullopt);
+  w.member("file_type", ft);
+  w.member("file_type_name", fti ? std::optional<std::string_view>(fti->name) : std::nullopt);
   w.member("parameters", s.parameters)
       .member("tensor_count", model.tensors().size())
       .member("tensor_bytes", s.tensor_bytes)
@@ -173,9 +165,9 @@ void info_json(std::string& out, const std::string& path, const ggufkit::SplitMo
   w.end_array().key("hyperparameters").begin_object();
   for (const auto& h : hyperparameters(meta)) w.key(h.key).raw(h.json);
   w.end_object();
-  member_or_null("tokenizer_model", meta.tokenizer_model());
+  w.member("tokenizer_model", meta.tokenizer_model());
   const auto tokens = meta.tokens();
-  member_or_null("vocab_size", tokens ? std::optional<uint64_t>(tokens->size()) : std::nullopt);
+  w.member("vocab_size", tokens ? std::optional<uint64_t>(tokens->size()) : std::nullopt);
   if (model.is_split()) {  // only for split models: the shards, in order
     w.key("shards").begin_array();
     for (const auto& p : model.paths()) w.value(p.string());
