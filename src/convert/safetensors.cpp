@@ -802,19 +802,13 @@ Expected<SafetensorsIndex> SafetensorsIndex::open(const std::filesystem::path& p
 
 // ---- SafetensorsModel ----
 
-namespace {
-
-Error in_file(Error e, std::string_view file) { return with_file(std::move(e), std::string(file)); }
-
-}  // namespace
-
 Expected<SafetensorsModel> SafetensorsModel::open(const std::filesystem::path& dir, const SafetensorsOptions& options) {
   SafetensorsModel model;
   const std::filesystem::path index_path = dir / kSafetensorsIndexFileName;
   std::error_code ec;
   if (std::filesystem::exists(index_path, ec)) {
     auto index = SafetensorsIndex::open(index_path, options);
-    if (!index) return in_file(std::move(index).error(), kSafetensorsIndexFileName);
+    if (!index) return with_file(std::move(index).error(), std::string(kSafetensorsIndexFileName));
     model.shard_files_ = index->shard_files();
     model.index_ = std::move(index).value();
   } else if (std::filesystem::exists(dir / kSafetensorsSingleFileName, ec)) {
@@ -829,7 +823,7 @@ Expected<SafetensorsModel> SafetensorsModel::open(const std::filesystem::path& d
   model.shards_.reserve(model.shard_files_.size());
   for (const std::string& file : model.shard_files_) {
     auto shard = SafetensorsFile::open(dir / file, options);
-    if (!shard) return in_file(std::move(shard).error(), file);
+    if (!shard) return with_file(std::move(shard).error(), file);
     model.shards_.push_back(std::move(shard).value());
   }
   for (size_t s = 0; s < model.shards_.size(); ++s) {

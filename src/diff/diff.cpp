@@ -14,7 +14,6 @@
 namespace ggufkit {
 namespace {
 
-
 bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
 }

@@ -42,7 +42,8 @@ Error edit_error(std::string subject, std::string message) {
 }
 
 Error io_failure(const std::filesystem::path& path, const std::string& what) {
-  return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{} {}: {}", what, path.string(), std::strerror(errno)));
+  return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{}: {}", what, std::strerror(errno))),
+                   path.string());
 }
 
 // The alignment the new metadata asks for, checked as gguf.cpp checks it.
@@ -246,13 +247,13 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
   struct stat source_stat {};
   if (::stat(source.c_str(), &source_stat) != 0) return io_failure(source, "cannot read");
   if (static_cast<uint64_t>(source_stat.st_size) != file.file_size()) {
-    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{} changed since it was read", source.string()));
+    return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the file changed since it was read"), source.string());
   }
   struct stat target_stat {};
   const bool target_exists = ::stat(target.c_str(), &target_stat) == 0;
   const bool same_file = target_exists && target_stat.st_dev == source_stat.st_dev && target_stat.st_ino == source_stat.st_ino;
   if (same_file && is_read_only(source_stat)) {
-    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{} is read-only: not modified", source.string()));
+    return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the file is read-only: not modified"), source.string());
   }
   if (same_file && plan.mode == EditMode::unchanged) return {};
 
@@ -268,8 +269,8 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
     std::vector<std::byte> current(plan.old_data_offset);
     const ssize_t got = ::pread(fd, current.data(), current.size(), 0);
     if (got != static_cast<ssize_t>(current.size()) || !std::ranges::equal(current, file.bytes().first(plan.old_data_offset))) {
-      return make_error(ErrorCode::io_error, std::nullopt, {},
-                        fmt::format("{} changed since it was read: not modified", source.string()));
+      return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the file changed since it was read: not modified"),
+                       source.string());
     }
     const ssize_t put = ::pwrite(fd, plan.header.data() + plan.write_offset, plan.write_length,
                                  static_cast<off_t>(plan.write_offset));

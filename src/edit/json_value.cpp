@@ -115,5 +115,4 @@ Expected<MetadataValue> parse_json_value(std::string_view json_text, std::option
   return convert(j, leaf);
 }
 
-
 }  // namespace ggufkit

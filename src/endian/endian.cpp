@@ -1,13 +1,10 @@
 #include "ggufkit/endian.h"
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
 
 #include <fmt/format.h>
 
 #include "ggufkit/writer.h"
-
 
 namespace ggufkit {
 

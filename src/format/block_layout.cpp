@@ -80,14 +80,7 @@ void swap_blocks(const BlockSwapLayout& layout, std::span<std::byte> data) {
   if (layout.fields.size() == 1 && layout.fields[0].offset == 0 &&
       layout.fields[0].width * layout.fields[0].count == layout.block_bytes) {
     const uint32_t width = layout.fields[0].width;
-    size_t left = data.size() / width;
-    std::byte* p = data.data();
-    while (left > 0) {  // count is 32-bit: go in slices
-      const auto n = static_cast<uint32_t>(std::min<size_t>(left, uint32_t{1} << 30));
-      format::byte_swap_run(p, width, n);
-      p += uint64_t{n} * width;
-      left -= n;
-    }
+    format::byte_swap_run(data.data(), width, data.size() / width);
     return;
   }
   const uint64_t blocks = data.size() / layout.block_bytes;
@@ -104,7 +97,6 @@ Error unknown_layout(TensorType type) {
 }
 
 }  // namespace
-
 
 std::optional<BlockSwapLayout> block_swap_layout(TensorType type) {
   const TypeTraits* traits = find_type_traits(static_cast<uint32_t>(type));

@@ -322,8 +322,8 @@ void quantize_nvfp4(const float* src, std::byte* dst, int64_t nrows, int64_t n_p
 void register_fp4_kernels(KernelTable& table) {
   entry(table, TensorType::MXFP4) = {dequantize_mxfp4, quantize_mxfp4, false, false};
   entry(table, TensorType::NVFP4) = {dequantize_nvfp4, quantize_nvfp4, false, false};
-  state_block(table, TensorType::MXFP4, kMxfp4BlockSize, kMxfp4BlockBytes);
-  state_block(table, TensorType::NVFP4, kNvfp4BlockSize, kNvfp4BlockBytes);
+  state_block<format::BlockMXFP4>(table, TensorType::MXFP4);
+  state_block<format::BlockNVFP4>(table, TensorType::NVFP4);
 }
 
 }  // namespace ggufkit::quant

@@ -368,8 +368,8 @@ void register_iq1_quantizers(KernelTable& table) {
   m.quantize = quantize_rows<quantize_block_iq1_m, kIq1mBlockBytes>;
   m.accepts_imatrix = true;
   m.requires_imatrix = false;
-  state_block(table, TensorType::IQ1_S, kSuperBlockValues, kIq1sBlockBytes);
-  state_block(table, TensorType::IQ1_M, kSuperBlockValues, kIq1mBlockBytes);
+  state_block<format::BlockIQ1S>(table, TensorType::IQ1_S);
+  state_block<format::BlockIQ1M>(table, TensorType::IQ1_M);
 }
 
 }  // namespace ggufkit::quant

@@ -383,9 +383,9 @@ void register_iq2_quantizers(KernelTable& table) {
   s.quantize = quantize_rows<quantize_block_iq2_s, Iq2Grid::iq2s_1024, kIq2sBlockBytes>;
   s.accepts_imatrix = true;
   s.requires_imatrix = false;
-  state_block(table, TensorType::IQ2_XXS, kSuperBlockValues, kIq2xxsBlockBytes);
-  state_block(table, TensorType::IQ2_XS, kSuperBlockValues, kIq2xsBlockBytes);
-  state_block(table, TensorType::IQ2_S, kSuperBlockValues, kIq2sBlockBytes);
+  state_block<format::BlockIQ2XXS>(table, TensorType::IQ2_XXS);
+  state_block<format::BlockIQ2XS>(table, TensorType::IQ2_XS);
+  state_block<format::BlockIQ2S>(table, TensorType::IQ2_S);
   register_iq1_quantizers(table);
 }
 

@@ -163,7 +163,7 @@ void register_iq3s_quantizer(KernelTable& table) {
   auto& e = entry(table, TensorType::IQ3_S);
   e.quantize = quantize_iq3_s;
   e.accepts_imatrix = true;
-  state_block(table, TensorType::IQ3_S, kSuperBlockValues, kBlockBytes);
+  state_block<format::BlockIQ3S>(table, TensorType::IQ3_S);
 }
 
 }  // namespace ggufkit::quant

@@ -177,7 +177,7 @@ void register_iq3xxs_quantizer(KernelTable& table) {
   e.quantize = quantize_iq3_xxs;
   e.accepts_imatrix = true;
   e.requires_imatrix = false;  // ggml_quantize_requires_imatrix: IQ2_XXS, IQ2_XS and IQ1_S only
-  state_block(table, TensorType::IQ3_XXS, kSuperBlockValues, kBlockBytes);
+  state_block<format::BlockIQ3XXS>(table, TensorType::IQ3_XXS);
 }
 
 }  // namespace ggufkit::quant

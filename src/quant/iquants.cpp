@@ -762,15 +762,15 @@ void register_iquant_kernels(KernelTable& table) {
   entry(table, TensorType::IQ1_M) = {dequantize_iq1_m, nullptr, false, false};
   // After the kernels: the blocks they were written for, checked against the type table and
   // against the quantizers' files.
-  state_block(table, TensorType::IQ4_NL, 32, kIq4nlBlockBytes);
-  state_block(table, TensorType::IQ4_XS, kSuperBlock, kIq4xsBlockBytes);
-  state_block(table, TensorType::IQ2_XXS, kSuperBlock, kIq2xxsBlockBytes);
-  state_block(table, TensorType::IQ2_XS, kSuperBlock, kIq2xsBlockBytes);
-  state_block(table, TensorType::IQ2_S, kSuperBlock, kIq2sBlockBytes);
-  state_block(table, TensorType::IQ3_XXS, kSuperBlock, kIq3xxsBlockBytes);
-  state_block(table, TensorType::IQ3_S, kSuperBlock, kIq3sBlockBytes);
-  state_block(table, TensorType::IQ1_S, kSuperBlock, kIq1sBlockBytes);
-  state_block(table, TensorType::IQ1_M, kSuperBlock, kIq1mBlockBytes);
+  state_block<format::BlockIQ4NL>(table, TensorType::IQ4_NL);
+  state_block<format::BlockIQ4XS>(table, TensorType::IQ4_XS);
+  state_block<format::BlockIQ2XXS>(table, TensorType::IQ2_XXS);
+  state_block<format::BlockIQ2XS>(table, TensorType::IQ2_XS);
+  state_block<format::BlockIQ2S>(table, TensorType::IQ2_S);
+  state_block<format::BlockIQ3XXS>(table, TensorType::IQ3_XXS);
+  state_block<format::BlockIQ3S>(table, TensorType::IQ3_S);
+  state_block<format::BlockIQ1S>(table, TensorType::IQ1_S);
+  state_block<format::BlockIQ1M>(table, TensorType::IQ1_M);
 }
 
 }  // namespace ggufkit::quant

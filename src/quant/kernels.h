@@ -39,13 +39,10 @@ inline TypeKernels& entry(KernelTable& table, TensorType type) { return table[st
 
 // States the block struct a family's kernels read and write (Block::kElements values in
 // sizeof(Block) bytes), for the check against the type table.
-inline void state_block(KernelTable& table, TensorType type, size_t values, size_t bytes) {
-  entry(table, type).block_size = static_cast<uint32_t>(values);
-  entry(table, type).block_bytes = static_cast<uint32_t>(bytes);
-}
 template <class Block>
 void state_block(KernelTable& table, TensorType type) {
-  state_block(table, type, Block::kElements, sizeof(Block));
+  entry(table, type).block_size = Block::kElements;
+  entry(table, type).block_bytes = sizeof(Block);
 }
 
 // Each family registers its types into a table of its own; kernel_table() merges them, refusing a

@@ -356,8 +356,8 @@ void dequantize_tq2_0(const std::byte* src, float* dst, int64_t n) {
 void register_ternary_kernels(KernelTable& table) {
   entry(table, TensorType::TQ1_0) = {dequantize_tq1_0, quantize_tq1_0, false, false};
   entry(table, TensorType::TQ2_0) = {dequantize_tq2_0, quantize_tq2_0, false, false};
-  state_block(table, TensorType::TQ1_0, kBlockSize, kTq1BlockBytes);
-  state_block(table, TensorType::TQ2_0, kBlockSize, kTq2BlockBytes);
+  state_block<format::BlockTQ1_0>(table, TensorType::TQ1_0);
+  state_block<format::BlockTQ2_0>(table, TensorType::TQ2_0);
 }
 
 }  // namespace ggufkit::quant

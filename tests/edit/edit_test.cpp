@@ -257,7 +257,10 @@ TEST_F(Edit, RefusalsLeaveTheFileAlone) {
   auto r2 = apply_metadata_edit(*f, m.path, grow, m.path);
   ::chmod(m.path.c_str(), 0644);
   ASSERT_FALSE(r1);
-  EXPECT_NE(r1.error().message.find("read-only"), std::string::npos);
+  EXPECT_EQ(r1.error().code, ErrorCode::io_error);
+  EXPECT_EQ(r1.error().message, "the file is read-only: not modified");
+  EXPECT_EQ(r1.error().file, m.path.string());  // the file in its field, not pasted into the message
+  EXPECT_EQ(r1.error().offset, std::nullopt);
   EXPECT_FALSE(r2);
   EXPECT_EQ(read_bytes(m.path), before);
   // A missing source.
