@@ -126,6 +126,9 @@ class Writer {
 };
 }  // namespace json
 
+// One entry of a dump's "metadata" array: key, type, array_type and count for arrays, the value in
+// full, and "lossy": true when a string in it is not UTF-8.
+void write_dump_entry(json::Writer& w, const KeyValue& kv);
 // One entry of a dump's "tensors" array: name, type, shape, the shard index when `shard` is given,
 // offset, size, and "lossy": true when the name is not UTF-8.
 void write_dump_tensor(json::Writer& w, const TensorInfo& t, std::optional<uint32_t> shard = std::nullopt);

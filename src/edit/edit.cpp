@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -51,7 +50,7 @@ Expected<uint32_t> alignment_of(const std::vector<Entry>& entries) {
   for (const Entry& e : entries) {
     if (e.key != keys::kAlignment) continue;
     const auto v = ValueView(e.type, e.encoded).get<uint32_t>();
-    if (!v || *v == 0 || !std::has_single_bit(*v)) {
+    if (!v || !checked::is_power_of_two(*v)) {
       return make_error(ErrorCode::bad_alignment, std::nullopt, e.key, "general.alignment must be a uint32 power of two");
     }
     return *v;

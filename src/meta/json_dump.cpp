@@ -150,6 +150,17 @@ void write_dump_tensor(json::Writer& w, const TensorInfo& t, std::optional<uint3
   w.end_object();
 }
 
+void write_dump_entry(json::Writer& w, const KeyValue& kv) {
+  w.take_lossy();
+  w.begin_object().member("key", kv.key).member("type", value_type_name(kv.value.type()));
+  if (const auto arr = kv.value.as_array()) {
+    w.member("array_type", value_type_name(arr->element_type())).member("count", arr->size());
+  }
+  w.member("value", kv.value);
+  if (w.take_lossy()) w.member("lossy", true);
+  w.end_object();
+}
+
 void append_dump_members(json::Writer& w, const GgufFile& file, const JsonDumpOptions& options) {
   w.member("version", file.version())
       .member("alignment", file.alignment())
@@ -157,16 +168,7 @@ void append_dump_members(json::Writer& w, const GgufFile& file, const JsonDumpOp
       .member("file_size", file.file_size());
   if (options.metadata) {
     w.key("metadata").begin_array();
-    for (const KeyValue& kv : file.metadata()) {
-      w.take_lossy();
-      w.begin_object().member("key", kv.key).member("type", value_type_name(kv.value.type()));
-      if (const auto arr = kv.value.as_array()) {
-        w.member("array_type", value_type_name(arr->element_type())).member("count", arr->size());
-      }
-      w.member("value", kv.value);
-      if (w.take_lossy()) w.member("lossy", true);
-      w.end_object();
-    }
+    for (const KeyValue& kv : file.metadata()) write_dump_entry(w, kv);
     w.end_array();
   }
   if (options.tensors) {

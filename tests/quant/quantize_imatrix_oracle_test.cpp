@@ -171,8 +171,8 @@ TEST_P(QuantizeImatrixExperts, ExpertModelsUseEachExpertsWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Models, QuantizeImatrixExperts,
                          ::testing::Values(ModelShape{"llama", 8, 4, false}, ModelShape{"llama", 8, 8, true}),
-                         [](const ::testing::TestParamInfo<ModelShape>& info) {
-                           std::string name = info.param.label();
+                         [](const ::testing::TestParamInfo<ModelShape>& param_info) {
+                           std::string name = param_info.param.label();
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });

@@ -3,12 +3,10 @@
 // cannot be read at all.
 #include <fmt/format.h>
 
-#include <cstdio>
-
 #include "commands.h"
 #include "ggufkit/check.h"
-#include "ggufkit/json.h"
 #include "output.h"
+#include "printer.h"
 
 namespace gguf_cli {
 namespace {
@@ -24,43 +22,32 @@ struct CheckArgs {
   bool strict = false;
 };
 
-void write_finding(ggufkit::json::Writer& w, const Finding& f) {
-  w.begin_object().member("severity", ggufkit::severity_name(f.severity)).member("code", f.code).member("subject", f.subject);
-  w.member("offset", f.offset);
-  if (!f.file.empty()) w.member("file", f.file);
-  w.member("message", f.message).end_object();
-}
-
-std::string report_json(const std::string& file, const CheckReport& report, bool strict) {
-  std::string out;
-  ggufkit::json::Writer w(out);
-  w.begin_object()
-      .member("file", file)
-      .member("passed", report.passed(strict))
-      .member("strict", strict)
-      .member("complete", report.complete)
-      .member("errors", report.count(Severity::error))
-      .member("warnings", report.count(Severity::warning))
-      .member("infos", report.count(Severity::info));
-  w.key("findings").begin_array();
-  for (const Finding& f : report.findings) write_finding(w, f);
-  w.end_array().end_object();
-  return out + "\n";
-}
-
-std::string report_text(const std::string& file, const CheckReport& report, bool strict) {
-  std::string out;
+// The findings, one line each, then the verdict.
+void print_report(Printer& p, const std::string& file, const CheckReport& report, bool strict) {
+  p.begin_object().begin_array("findings");
   for (const Finding& f : report.findings) {
-    out += f.describe();
-    out += "\n";
+    p.begin_object()
+        .field("severity", ggufkit::severity_name(f.severity))
+        .field("code", f.code)
+        .field("subject", f.subject)
+        .field("offset", f.offset);
+    if (!f.file.empty()) p.field("file", f.file);
+    p.field("message", f.message, f.describe());  // people read the finding described in one line
+    p.end_object();
   }
-  const size_t errors = report.count(Severity::error), warnings = report.count(Severity::warning);
-  out += fmt::format("{}: {} ({} error{}, {} warning{}, {} note{}{})\n", file,
-                     report.passed(strict) ? "OK" : "FAILED", errors, errors == 1 ? "" : "s", warnings,
-                     warnings == 1 ? "" : "s", report.count(Severity::info),
-                     report.count(Severity::info) == 1 ? "" : "s",
-                     report.complete ? "" : "; checking stopped at a structural break");
-  return out;
+  p.end_array();
+  const bool passed = report.passed(strict);
+  p.begin_line();
+  p.field("file", file, file);
+  p.field("passed", passed, passed ? ": OK (" : ": FAILED (");
+  p.field("strict", strict);
+  p.field("complete", report.complete);
+  p.field("errors", report.count(Severity::error), plural(report.count(Severity::error), "error", "errors"));
+  p.field("warnings", report.count(Severity::warning), ", " + plural(report.count(Severity::warning), "warning", "warnings"));
+  p.field("infos", report.count(Severity::info), ", " + plural(report.count(Severity::info), "note", "notes"));
+  if (!report.complete) p.text("; checking stopped at a structural break");
+  p.text(")").end_line();
+  p.end_object();
 }
 
 int run_check(const CheckArgs& args) {
@@ -71,9 +58,9 @@ int run_check(const CheckArgs& args) {
     report_error(args.file, report.error());
     return kUsageOrIoError;
   }
-  const std::string out =
-      args.json ? report_json(args.file, *report, args.strict) : report_text(args.file, *report, args.strict);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::string out;
+  print_report(*Printer::make(args.json, out), args.file, *report, args.strict);
+  if (const int written = write_result(out); written != kOk) return written;
   return report->passed(args.strict) ? kOk : kProblemFound;
 }
 

@@ -13,6 +13,7 @@
 #include "ggufkit/json.h"
 #include "ggufkit/split.h"
 #include "output.h"
+#include "printer.h"
 
 namespace gguf_cli {
 namespace {
@@ -73,10 +74,6 @@ std::string string_change_text(std::string_view a, std::string_view b) {
                      around(a), around(b));
 }
 
-std::string plural(uint64_t n, std::string_view one, std::string_view many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
 std::string array_change_text(const ValueView& a, const ValueView& b, const ArrayDiff& d) {
   std::string out = value_type_text(a);
   if (d.length_a != d.length_b) out += " -> " + value_type_text(b);
@@ -133,40 +130,14 @@ std::string data_change_text(const ggufkit::DataDiff& d) {
   return out;
 }
 
-void line(std::string& out, std::string_view label, std::string_view name, std::string_view text) {
-  fmt::format_to(std::back_inserter(out), "{:<14} {}: {}\n", label, shorten_for_display(name, 200), text);
-}
-
-void diff_text(std::string& out, const DiffResult& r) {
-  auto it = std::back_inserter(out);
-  const ggufkit::LayoutDiff& l = r.layout;
-  if (l.version_a != l.version_b) fmt::format_to(it, "{:<14} version {} -> {}\n", "layout", l.version_a, l.version_b);
-  if (l.alignment_a != l.alignment_b) fmt::format_to(it, "{:<14} alignment {} -> {}\n", "layout", l.alignment_a, l.alignment_b);
-  if (l.shards_a != l.shards_b) fmt::format_to(it, "{:<14} shards {} -> {}\n", "layout", l.shards_a, l.shards_b);
-  if (l.metadata_order_differs) fmt::format_to(it, "{:<14} metadata order differs\n", "layout");
-  if (l.tensor_order_differs) fmt::format_to(it, "{:<14} tensor order differs\n", "layout");
-  for (const auto& m : r.metadata) line(out, fmt::format("key {}", change_name(m.change)), m.key, metadata_change_text(m));
-  for (const auto& t : r.tensors) line(out, fmt::format("tensor {}", change_name(t.change)), t.name, tensor_change_text(t));
-  for (const auto& d : r.data) line(out, "data differs", d.name, data_change_text(d));
-
-  const auto& c = r.counts;
-  fmt::format_to(it, "summary: {} · keys: {} (A {}, B {}) · tensors: {} (A {}, B {}) · data: ",
-                 r.identical() ? "identical" : "different", plural(r.metadata.size(), "differs", "differ"), c.keys_a,
-                 c.keys_b, plural(r.tensors.size(), "differs", "differ"), c.tensors_a, c.tensors_b);
-  if (r.data_compared) {
-    fmt::format_to(it, "{} of {} compared {}\n", r.data.size(), c.data_compared, r.data.size() == 1 ? "differs" : "differ");
-  } else {
-    out += "not compared (--data)\n";
-  }
-}
-
 // ---- JSON ----
 
 using ggufkit::json::Writer;
 
+// [a, b]
 template <class T>
-void pair(Writer& w, std::string_view key, T a, T b) {
-  w.key(key).begin_array().value(a).value(b).end_array();
+void pair(Writer& w, T a, T b) {
+  w.begin_array().value(a).value(b).end_array();
 }
 
 // {"type":"uint32","value":1}; arrays: {"type":"array","element_type":"string","length":N,"value":[...]}
@@ -206,96 +177,127 @@ void json_tensor(Writer& w, const TensorInfo* t) {
   w.begin_object().member("type", ggufkit::type_name(t->type)).key("shape").array(t->shape()).end_object();
 }
 
-void diff_json(std::string& out, const DiffResult& r) {
-  Writer w(out);
-  const ggufkit::LayoutDiff& l = r.layout;
-  const auto& c = r.counts;
-  w.begin_object().member("identical", r.identical()).member("data_compared", r.data_compared);
-  w.key("layout").begin_object().member("differs", l.differs());
-  pair(w, "version", l.version_a, l.version_b);
-  pair(w, "alignment", l.alignment_a, l.alignment_b);
-  pair(w, "shards", l.shards_a, l.shards_b);
-  w.member("metadata_order_differs", l.metadata_order_differs)
-      .member("tensor_order_differs", l.tensor_order_differs)
-      .end_object();
-  w.key("counts").begin_object();
-  pair(w, "keys", c.keys_a, c.keys_b);
-  pair(w, "tensors", c.tensors_a, c.tensors_b);
-  if (r.data_compared) w.member("data_compared", c.data_compared).member("data_bytes_equal", c.data_bytes_equal);
-  w.end_object();
-  w.key("metadata").begin_array();
-  for (const auto& m : r.metadata) {
-    w.begin_object()
-        .member("key", m.key)
-        .member("change", change_name(m.change))
-        .member("type_changed", m.type_changed);
-    w.key("a");
-    json_typed_value(w, m.a);
+void json_elements(Writer& w, const ArrayDiff& d) {
+  w.begin_object()
+      .member("length_a", d.length_a)
+      .member("length_b", d.length_b)
+      .member("differing", d.differing)
+      .key("shown")
+      .begin_array();
+  for (const auto& e : d.shown) {
+    w.begin_object().member("index", e.index).key("a");
+    w.value(e.a);
     w.key("b");
-    json_typed_value(w, m.b);
-    if (m.elements) {
-      const ArrayDiff& d = *m.elements;
-      w.key("elements")
-          .begin_object()
-          .member("length_a", d.length_a)
-          .member("length_b", d.length_b)
-          .member("differing", d.differing)
-          .key("shown")
-          .begin_array();
-      for (const auto& e : d.shown) {
-        w.begin_object().member("index", e.index).key("a");
-        w.value(e.a);
-        w.key("b");
-        w.value(e.b);
-        w.end_object();
-      }
-      w.end_array().end_object();
-    }
-    w.end_object();
-  }
-  w.end_array().key("tensors").begin_array();
-  for (const auto& t : r.tensors) {
-    w.begin_object()
-        .member("name", t.name)
-        .member("change", change_name(t.change))
-        .member("type_changed", t.type_changed)
-        .member("shape_changed", t.shape_changed);
-    w.key("a");
-    json_tensor(w, t.a);
-    w.key("b");
-    json_tensor(w, t.b);
-    w.end_object();
-  }
-  w.end_array().key("data");
-  if (!r.data_compared) {
-    w.null().end_object();
-    out += "\n";
-    return;
-  }
-  w.begin_array();
-  for (const auto& d : r.data) {
-    w.begin_object()
-        .member("name", d.name)
-        .member("type_a", ggufkit::type_name(d.a->type))
-        .member("type_b", ggufkit::type_name(d.b->type))
-        .key("values");
-    if (d.values) {
-      const ggufkit::ValueStats& s = *d.values;
-      w.begin_object()
-          .member("elements", s.elements)
-          .member("differing", s.differing)
-          .member("non_finite", s.non_finite)
-          .member("max_abs_diff", s.max_abs_diff)
-          .member("rmse", s.rmse)
-          .member("cosine", s.cosine)
-          .end_object();
-    } else {
-      w.null().member("note", d.note);
-    }
+    w.value(e.b);
     w.end_object();
   }
   w.end_array().end_object();
-  out += "\n";
+}
+
+void json_stats(Writer& w, const std::optional<ggufkit::ValueStats>& values) {
+  if (!values) {
+    w.null();
+    return;
+  }
+  const ggufkit::ValueStats& s = *values;
+  w.begin_object()
+      .member("elements", s.elements)
+      .member("differing", s.differing)
+      .member("non_finite", s.non_finite)
+      .member("max_abs_diff", s.max_abs_diff)
+      .member("rmse", s.rmse)
+      .member("cosine", s.cosine)
+      .end_object();
+}
+
+// ---- both ----
+
+// "key changed    general.name: ": the start of a change's line.
+std::string change_label(std::string_view what, Change change) {
+  return fmt::format("{:<14} ", fmt::format("{} {}", what, change_name(change)));
+}
+
+// The differences, one line each (layout, keys, tensors, data), then the summary; as JSON, one
+// object with the same facts (and the typed values and element lists in full).
+void print_diff(Printer& p, const DiffResult& r) {
+  const ggufkit::LayoutDiff& l = r.layout;
+  const auto& c = r.counts;
+  p.begin_object().field("identical", r.identical()).field("data_compared", r.data_compared);
+
+  p.begin_object("layout").field("differs", l.differs());
+  const auto layout_pair = [&](std::string_view key, uint64_t a, uint64_t b) {
+    const std::string text = fmt::format("{:<14} {} {} -> {}", "layout", key, a, b);
+    p.field_with(key, [&](Writer& w) { pair(w, a, b); }, a != b ? std::optional<std::string_view>(text) : std::nullopt);
+  };
+  layout_pair("version", l.version_a, l.version_b);
+  layout_pair("alignment", l.alignment_a, l.alignment_b);
+  layout_pair("shards", l.shards_a, l.shards_b);
+  const std::string metadata_order = fmt::format("{:<14} metadata order differs", "layout");
+  const std::string tensor_order = fmt::format("{:<14} tensor order differs", "layout");
+  p.field("metadata_order_differs", l.metadata_order_differs,
+          l.metadata_order_differs ? std::optional<std::string_view>(metadata_order) : std::nullopt);
+  p.field("tensor_order_differs", l.tensor_order_differs,
+          l.tensor_order_differs ? std::optional<std::string_view>(tensor_order) : std::nullopt);
+  p.end_object();
+
+  p.begin_array("metadata");
+  for (const auto& m : r.metadata) {
+    p.begin_object().begin_line(change_label("key", m.change));
+    p.field("key", m.key, shorten_for_display(m.key, 200));
+    p.field("change", change_name(m.change)).field("type_changed", m.type_changed);
+    p.field_with("a", [&](Writer& w) { json_typed_value(w, m.a); }, std::nullopt);
+    p.field_with("b", [&](Writer& w) { json_typed_value(w, m.b); }, std::nullopt);
+    if (m.elements) p.field_with("elements", [&](Writer& w) { json_elements(w, *m.elements); }, std::nullopt);
+    p.text(": " + metadata_change_text(m));  // the values above, for people
+    p.end_line().end_object();
+  }
+  p.end_array().begin_array("tensors");
+  for (const auto& t : r.tensors) {
+    p.begin_object().begin_line(change_label("tensor", t.change));
+    p.field("name", t.name, shorten_for_display(t.name, 200));
+    p.field("change", change_name(t.change))
+        .field("type_changed", t.type_changed)
+        .field("shape_changed", t.shape_changed);
+    p.field_with("a", [&](Writer& w) { json_tensor(w, t.a); }, std::nullopt);
+    p.field_with("b", [&](Writer& w) { json_tensor(w, t.b); }, std::nullopt);
+    p.text(": " + tensor_change_text(t));
+    p.end_line().end_object();
+  }
+  p.end_array();
+  if (r.data_compared) {
+    p.begin_array("data");
+    for (const auto& d : r.data) {
+      p.begin_object().begin_line(fmt::format("{:<14} ", "data differs"));
+      p.field("name", d.name, shorten_for_display(d.name, 200));
+      p.field("type_a", ggufkit::type_name(d.a->type)).field("type_b", ggufkit::type_name(d.b->type));
+      p.field_with("values", [&](Writer& w) { json_stats(w, d.values); }, std::nullopt);
+      if (!d.values) p.field("note", d.note);
+      p.text(": " + data_change_text(d));
+      p.end_line().end_object();
+    }
+    p.end_array();
+  } else {
+    p.field_with("data", [](Writer& w) { w.null(); }, std::nullopt);
+  }
+
+  p.begin_line("summary: ").begin_object("counts");
+  p.text(r.identical() ? "identical" : "different");
+  p.field_with("keys", [&](Writer& w) { pair(w, c.keys_a, c.keys_b); },
+               fmt::format(" · keys: {} (A {}, B {})", plural(r.metadata.size(), "differs", "differ"), c.keys_a,
+                           c.keys_b));
+  p.field_with("tensors", [&](Writer& w) { pair(w, c.tensors_a, c.tensors_b); },
+               fmt::format(" · tensors: {} (A {}, B {})", plural(r.tensors.size(), "differs", "differ"),
+                           c.tensors_a, c.tensors_b));
+  if (r.data_compared) {
+    p.field("data_compared", c.data_compared,
+            fmt::format(" · data: {} of {} compared {}", r.data.size(), c.data_compared,
+                        r.data.size() == 1 ? "differs" : "differ"));
+    p.field("data_bytes_equal", c.data_bytes_equal);
+  } else {
+    p.text(" · data: not compared (--data)");
+  }
+  p.end_object().end_line();
+  p.end_object();
 }
 
 // A plain file, or the first shard of a split model (read as the whole model).
@@ -330,13 +332,8 @@ int run_diff(const DiffArgs& args) {
     return kUsageOrIoError;
   }
   std::string out;
-  if (args.json) {
-    diff_json(out, *result);
-  } else {
-    diff_text(out, *result);
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  if (std::fflush(stdout) != 0) return kUsageOrIoError;
+  print_diff(*Printer::make(args.json, out), *result);
+  if (const int written = write_result(out); written != kOk) return written;
   return result->identical() ? kOk : kProblemFound;
 }
 

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "ggufkit/json.h"
+#include "printer.h"
 #include "ggufkit/split.h"
 #include "output.h"
 
@@ -28,45 +29,59 @@ int run_dump(const DumpArgs& args) {
     report_error(args.file, model.error());
     return kUsageOrIoError;
   }
-  const ggufkit::GgufFile* file = &model->metadata_file();
+  const ggufkit::GgufFile& file = model->metadata_file();
   const bool split = model->is_split();
+  const ValueTextLimits limits = args.full ? ValueTextLimits{} : kDumpLimits;
   std::string out;
-  if (args.json && split) {
-    ggufkit::append_dump_json(out, *model, {.metadata = true, .tensors = !args.no_tensors});
-  } else if (args.json) {
-    ggufkit::append_dump_json(out, *file, {.metadata = true, .tensors = !args.no_tensors});
-  } else {
-    fmt::format_to(std::back_inserter(out), "GGUF v{} · alignment {} · data offset {} · {} bytes\n",
-                   file->version(), file->alignment(), file->data_offset(), file->file_size());
-    fmt::format_to(std::back_inserter(out), "{} metadata entries:\n", file->metadata().size());
-    size_t i = 0;
-    for (const ggufkit::KeyValue& kv : file->metadata()) {
-      fmt::format_to(std::back_inserter(out), "{:5}  {:<40} {:<16} {}\n", ++i, shorten_for_display(kv.key, 200),
-                     value_type_text(kv.value), value_text(kv.value, args.full ? ValueTextLimits{} : kDumpLimits));
-    }
-    if (split) {
-      fmt::format_to(std::back_inserter(out), "split model: {} shards, {} bytes in all\n", model->shards().size(),
-                     model->file_bytes());
-      for (size_t s = 0; s < model->shards().size(); ++s) {
-        const ggufkit::GgufFile& f = model->shards()[s];
-        fmt::format_to(std::back_inserter(out), "  shard {}  {} · {} tensors · data offset {} · {} bytes\n", s + 1,
-                       model->paths()[s].string(), f.tensors().size(), f.data_offset(), f.file_size());
-      }
-    }
-    if (!args.no_tensors) {
-      fmt::format_to(std::back_inserter(out), "{} tensors:\n", model->tensors().size());
-      i = 0;
-      for (const ggufkit::ModelTensor& mt : model->tensors()) {
-        const ggufkit::TensorInfo& t = *mt.info;
-        fmt::format_to(std::back_inserter(out), "{:5}  {:<40} {:<8} {:<24} {}offset {:<12} size {}\n", ++i,
-                       shorten_for_display(t.name, 64), ggufkit::type_name(t.type),
-                       fmt::format("[{}]", fmt::join(t.shape(), ", ")),
-                       split ? fmt::format("shard {:<3} ", mt.shard + 1) : "", t.offset, t.size);
-      }
-    }
+  const auto p = Printer::make(args.json, out);
+  p->begin_object().begin_line();
+  p->field("version", file.version(), fmt::format("GGUF v{}", file.version()));
+  p->field("alignment", file.alignment(), fmt::format(" · alignment {}", file.alignment()));
+  p->field("data_offset", file.data_offset(), fmt::format(" · data offset {}", file.data_offset()));
+  p->field("file_size", file.file_size(), fmt::format(" · {} bytes", file.file_size()));
+  p->end_line();
+
+  p->text(fmt::format("{} metadata entries:", file.metadata().size())).begin_array("metadata");
+  size_t i = 0;
+  for (const ggufkit::KeyValue& kv : file.metadata()) {
+    p->field_with({}, [&](ggufkit::json::Writer& w) { ggufkit::write_dump_entry(w, kv); },
+                  fmt::format("{:5}  {:<40} {:<16} {}", ++i, shorten_for_display(kv.key, 200),
+                              value_type_text(kv.value), value_text(kv.value, limits)));
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+  p->end_array();
+
+  if (!args.no_tensors) {
+    p->text(fmt::format("{} tensors:", model->tensors().size())).begin_array("tensors");
+    i = 0;
+    for (const ggufkit::ModelTensor& mt : model->tensors()) {
+      const ggufkit::TensorInfo& t = *mt.info;
+      const auto shard = split ? std::optional<uint32_t>(mt.shard) : std::nullopt;
+      p->field_with({}, [&](ggufkit::json::Writer& w) { ggufkit::write_dump_tensor(w, t, shard); },
+                    fmt::format("{:5}  {:<40} {:<8} {:<24} {}offset {:<12} size {}", ++i,
+                                shorten_for_display(t.name, 64), ggufkit::type_name(t.type),
+                                fmt::format("[{}]", fmt::join(t.shape(), ", ")),
+                                shard ? fmt::format("shard {:<3} ", *shard + 1) : "", t.offset, t.size));
+    }
+    p->end_array();
+  }
+
+  if (split) {  // the shards, after the tensors (as in the library's dump of a split model)
+    p->text(fmt::format("split model: {} shards, {} bytes in all", model->shards().size(), model->file_bytes()));
+    p->begin_array("shards");
+    for (size_t s = 0; s < model->shards().size(); ++s) {
+      const ggufkit::GgufFile& f = model->shards()[s];
+      const std::string path = model->paths()[s].string();
+      p->begin_object().begin_line(fmt::format("  shard {}  ", s + 1));
+      p->field("path", path, path).field("version", f.version()).field("alignment", f.alignment());
+      p->field("data_offset", f.data_offset(), fmt::format(" · data offset {}", f.data_offset()));
+      p->field("file_size", f.file_size(), fmt::format(" · {} bytes", f.file_size()));
+      p->field("tensor_count", f.tensors().size(), fmt::format(" · {} tensors", f.tensors().size()));
+      p->end_line().end_object();
+    }
+    p->end_array();
+  }
+  p->end_object();
+  return write_result(out);
 }
 
 }  // namespace

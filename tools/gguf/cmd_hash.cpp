@@ -12,6 +12,7 @@
 #include "ggufkit/json.h"
 #include "ggufkit/split.h"
 #include "output.h"
+#include "printer.h"
 
 namespace gguf_cli {
 namespace {
@@ -51,15 +52,27 @@ std::string manifest_json(const Manifest& m) {
   return out + "\n";
 }
 
-std::string check_json(const std::vector<ManifestMismatch>& mismatches, size_t tensors) {
-  std::string out;
-  ggufkit::json::Writer w(out);
-  w.begin_object().member("ok", mismatches.empty()).member("tensors_checked", tensors).key("mismatches").begin_array();
+// The mismatches, one line each, then the verdict.
+void print_check(Printer& p, const std::string& file, const Manifest& expected,
+                 const std::vector<ManifestMismatch>& mismatches) {
+  p.begin_object().begin_array("mismatches");
   for (const ManifestMismatch& m : mismatches) {
-    w.begin_object().member("kind", m.kind).member("name", m.name).member("message", m.message).end_object();
+    p.begin_object().begin_line();
+    p.field("kind", m.kind, m.kind);
+    p.field("name", m.name, m.name.empty() ? "" : " " + shorten_for_display(m.name, 120));
+    p.field("message", m.message, ": " + m.message);
+    p.end_line().end_object();
   }
-  w.end_array().end_object();
-  return out + "\n";
+  p.end_array();
+  p.begin_line();
+  p.field("file", file, file);
+  p.field("ok", mismatches.empty(), mismatches.empty() ? ": OK (" : ": FAILED (");
+  p.field("tensors_checked", expected.tensors.size(), fmt::format("{} tensors", expected.tensors.size()));
+  p.field("files_checked", expected.files.size(), fmt::format(" and {} file(s)", expected.files.size()));
+  p.field("algorithm", ggufkit::digest_algorithm_name(expected.algorithm),
+          fmt::format(" checked with {}", ggufkit::digest_algorithm_name(expected.algorithm)));
+  p.field("mismatch_count", mismatches.size(), ", " + plural(mismatches.size(), "mismatch", "mismatches") + ")");
+  p.end_line().end_object();
 }
 
 std::optional<Manifest> read_manifest(const std::string& path) {
@@ -106,23 +119,13 @@ int run_hash(const HashArgs& args) {
   int status = kOk;
   if (expected) {
     const auto mismatches = ggufkit::compare_manifests(*expected, actual);
-    if (args.json) {
-      out = check_json(mismatches, expected->tensors.size());
-    } else {
-      for (const ManifestMismatch& m : mismatches) {
-        out += m.name.empty() ? fmt::format("{}: {}\n", m.kind, m.message)
-                              : fmt::format("{} {}: {}\n", m.kind, shorten_for_display(m.name, 120), m.message);
-      }
-      out += fmt::format("{}: {} ({} tensors and {} file(s) checked with {}, {} mismatch{})\n", args.file,
-                         mismatches.empty() ? "OK" : "FAILED", expected->tensors.size(), expected->files.size(),
-                         ggufkit::digest_algorithm_name(*algorithm), mismatches.size(),
-                         mismatches.size() == 1 ? "" : "es");
-    }
+    print_check(*Printer::make(args.json, out), args.file, *expected, mismatches);
     status = mismatches.empty() ? kOk : kProblemFound;
   } else {
+    // A manifest is a file format (hash.h), written as the library writes it, not a report.
     out = args.json ? manifest_json(actual) : ggufkit::format_manifest(actual);
   }
-  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) return kUsageOrIoError;
+  if (const int written = write_result(out); written != kOk) return written;
   return status;
 }
 

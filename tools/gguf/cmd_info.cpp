@@ -12,6 +12,7 @@
 #include "ggufkit/split.h"
 #include "ggufkit/summary.h"
 #include "output.h"
+#include "printer.h"
 
 namespace gguf_cli {
 namespace {
@@ -22,14 +23,6 @@ struct InfoArgs {
 };
 
 using ggufkit::ModelMetadata;
-
-std::string file_type_text(const ModelMetadata& meta) {
-  const auto ft = meta.file_type();
-  if (!ft) return "not set";
-  const auto* info = *ft <= UINT32_MAX ? ggufkit::find_file_type(static_cast<uint32_t>(*ft)) : nullptr;
-  if (!info) return fmt::format("{} (unknown)", *ft);
-  return fmt::format("{} {} ({})", *ft, info->name, info->description);
-}
 
 struct Hyperparameter {
   std::string key;   // the key without its "{arch}." prefix, as in the JSON output
@@ -74,112 +67,126 @@ std::vector<Hyperparameter> hyperparameters(const ModelMetadata& meta) {
   return out;
 }
 
-void info_text(std::string& out, const std::string& path, const ggufkit::SplitModel& model) {
-  const ggufkit::GgufFile& f = model.metadata_file();
-  const ModelMetadata meta(f);
-  const ggufkit::FileSummary s = ggufkit::summarize(model);
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "{}\n", path);
-  fmt::format_to(it, "  format        GGUF v{}, {}-endian, alignment {}, data at offset {}\n", f.version(),
-                 f.byte_order() == ggufkit::ByteOrder::big ? "big" : "little",
-                 f.alignment(), f.data_offset());
-  fmt::format_to(it, "  architecture  {}\n", meta.architecture().value_or("(not set)"));
-  if (const auto name = meta.name()) fmt::format_to(it, "  name          {}\n", shorten_for_display(*name, 100));
-  fmt::format_to(it, "  file type     {}\n", file_type_text(meta));
-  if (model.is_split()) {
-    fmt::format_to(it, "  split         {} shards, {} ... {}\n", model.shards().size(), model.paths().front().string(),
-                   model.paths().back().filename().string());
-  }
-  fmt::format_to(it, "  size          {} {} ({} bytes), {} of tensors ({} bytes)\n", human_bytes(model.file_bytes()),
-                 model.is_split() ? "in all shards" : "file", model.file_bytes(), human_bytes(s.tensor_bytes),
-                 s.tensor_bytes);
-  fmt::format_to(it, "  parameters    {} ({}) in {} tensors, {:.2f} bits per weight\n", human_count(s.parameters),
-                 s.parameters, model.tensors().size(), s.bits_per_weight);
-  if (!s.types.empty()) {
-    std::string line;
-    for (const auto& u : s.types) {
-      if (!line.empty()) line += " · ";
-      line += fmt::format("{} {}", ggufkit::type_name(u.type), u.tensors);
-    }
-    fmt::format_to(it, "  types         {}\n", line);
-    fmt::format_to(it, "    {:<8} {:>8} {:>14} {:>9} {:>14} {:>9}\n", "type", "tensors", "elements", "share",
-                   "bytes", "share");
-    auto percent = [](uint64_t part, uint64_t whole) {
-      return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-    };
-    for (const auto& u : s.types) {
-      fmt::format_to(it, "    {:<8} {:>8} {:>14} {:>8.1f}% {:>14} {:>8.1f}%\n", ggufkit::type_name(u.type), u.tensors,
-                     u.elements, percent(u.elements, s.parameters), u.bytes, percent(u.bytes, s.tensor_bytes));
-    }
-  }
-  const auto hp = hyperparameters(meta);
-  if (!hp.empty()) {
-    std::string line;
-    for (const auto& h : hp) {
-      if (!line.empty()) line += " · ";
-      line += h.label + " " + h.text;
-    }
-    fmt::format_to(it, "  hyperparams   {}\n", line);
-  }
-  if (const auto tokenizer = meta.tokenizer_model()) {
-    const auto tokens = meta.tokens();
-    std::string line = fmt::format("{}", *tokenizer);
-    if (const auto pre = meta.tokenizer_pre()) line += fmt::format(" (pre: {})", *pre);
-    line += fmt::format(", {} tokens", tokens ? tokens->size() : 0);
-    if (const auto merges = meta.merges()) line += fmt::format(", {} merges", merges->size());
-    if (meta.chat_template()) line += ", chat template";
-    fmt::format_to(it, "  tokenizer     {}\n", line);
-  }
+std::string info_label(std::string_view name) { return fmt::format("  {:<14}", name); }
+
+double info_percent(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-void info_json(std::string& out, const std::string& path, const ggufkit::SplitModel& model) {
+// One file (or split model), for people and as JSON from the same statements.
+void print_info(Printer& p, const std::string& path, const ggufkit::SplitModel& model) {
   const ggufkit::GgufFile& f = model.metadata_file();
   const ModelMetadata meta(f);
   const ggufkit::FileSummary s = ggufkit::summarize(model);
-  ggufkit::json::Writer w(out);
-  w.begin_object()
-      .member("file", path)
-      .member("version", f.version())
-      .member("alignment", f.alignment())
-      .member("data_offset", f.data_offset())
-      .member("file_size", model.file_bytes());
-  w.member("architecture", meta.architecture());
-  w.member("name", meta.name());
+  p.begin_object();
+  p.field("file", path, path);
+
+  p.begin_line(info_label("format"));
+  p.field("version", f.version(), fmt::format("GGUF v{}", f.version()));
+  p.field("byte_order", ggufkit::byte_order_name(f.byte_order()),
+          fmt::format(", {}-endian", ggufkit::byte_order_name(f.byte_order())));
+  p.field("alignment", f.alignment(), fmt::format(", alignment {}", f.alignment()));
+  p.field("data_offset", f.data_offset(), fmt::format(", data at offset {}", f.data_offset()));
+  p.end_line();
+
+  const auto arch = meta.architecture();
+  p.begin_line(info_label("architecture")).field("architecture", arch, arch.value_or("(not set)")).end_line();
+  const auto name = meta.name();
+  const std::string name_text = name ? shorten_for_display(*name, 100) : "";
+  p.begin_line(info_label("name")).field("name", name, name ? std::optional<std::string_view>(name_text) : std::nullopt);
+  p.end_line();
+
   const auto ft = meta.file_type();
   const auto* fti = ft && *ft <= UINT32_MAX ? ggufkit::find_file_type(static_cast<uint32_t>(*ft)) : nullptr;
-  w.member("file_type", ft);
-  w.member("file_type_name", fti ? std::optional<std::string_view>(fti->name) : std::nullopt);
-  w.member("parameters", s.parameters)
-      .member("tensor_count", model.tensors().size())
-      .member("tensor_bytes", s.tensor_bytes)
-      .member("bits_per_weight", s.bits_per_weight);
-  w.key("types").begin_array();
-  for (const auto& u : s.types) {
-    w.begin_object()
-        .member("type", ggufkit::type_name(u.type))
-        .member("tensors", u.tensors)
-        .member("elements", u.elements)
-        .member("bytes", u.bytes)
-        .end_object();
-  }
-  w.end_array().key("hyperparameters").begin_object();
-  for (const auto& h : hyperparameters(meta)) w.key(h.key).raw(h.json);
-  w.end_object();
-  w.member("tokenizer_model", meta.tokenizer_model());
-  const auto tokens = meta.tokens();
-  w.member("vocab_size", tokens ? std::optional<uint64_t>(tokens->size()) : std::nullopt);
+  p.begin_line(info_label("file type"));
+  p.field("file_type", ft, ft ? fmt::format("{}", *ft) : "not set");
+  p.field("file_type_name", fti ? std::optional<std::string_view>(fti->name) : std::nullopt,
+          fti ? fmt::format(" {} ({})", fti->name, fti->description) : ft ? " (unknown)" : "");
+  p.end_line();
+
+  std::vector<std::string> shard_paths;
+  for (const auto& sp : model.paths()) shard_paths.push_back(sp.string());
   if (model.is_split()) {  // only for split models: the shards, in order
-    w.key("shards").begin_array();
-    for (const auto& p : model.paths()) w.value(p.string());
-    w.end_array();
+    p.begin_line(info_label("split"));
+    p.array_field("shards", shard_paths,
+                  fmt::format("{} shards, {} ... {}", shard_paths.size(), shard_paths.front(),
+                              model.paths().back().filename().string()));
+    p.end_line();
   }
-  w.end_object();
+
+  p.begin_line(info_label("size"));
+  p.field("file_size", model.file_bytes(),
+          fmt::format("{} {} ({} bytes)", human_bytes(model.file_bytes()), model.is_split() ? "in all shards" : "file",
+                      model.file_bytes()));
+  p.field("tensor_bytes", s.tensor_bytes,
+          fmt::format(", {} of tensors ({} bytes)", human_bytes(s.tensor_bytes), s.tensor_bytes));
+  p.end_line();
+
+  p.begin_line(info_label("parameters"));
+  p.field("parameters", s.parameters, fmt::format("{} ({})", human_count(s.parameters), s.parameters));
+  p.field("tensor_count", model.tensors().size(), fmt::format(" in {} tensors", model.tensors().size()));
+  p.field("bits_per_weight", s.bits_per_weight, fmt::format(", {:.2f} bits per weight", s.bits_per_weight));
+  p.end_line();
+
+  // The types: a line for people, then one table row per type.
+  if (!s.types.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& u : s.types) parts.push_back(fmt::format("{} {}", ggufkit::type_name(u.type), u.tensors));
+    p.text(info_label("types") + fmt::format("{}", fmt::join(parts, " · ")));
+    p.text(fmt::format("    {:<8} {:>8} {:>14} {:>9} {:>14} {:>9}", "type", "tensors", "elements", "share", "bytes",
+                       "share"));
+  }
+  p.begin_array("types");
+  for (const auto& u : s.types) {
+    p.begin_object().begin_line("    ");
+    p.field("type", ggufkit::type_name(u.type), fmt::format("{:<8}", ggufkit::type_name(u.type)));
+    p.field("tensors", u.tensors, fmt::format(" {:>8}", u.tensors));
+    p.field("elements", u.elements,
+            fmt::format(" {:>14} {:>8.1f}%", u.elements, info_percent(u.elements, s.parameters)));
+    p.field("bytes", u.bytes, fmt::format(" {:>14} {:>8.1f}%", u.bytes, info_percent(u.bytes, s.tensor_bytes)));
+    p.end_line().end_object();
+  }
+  p.end_array();
+
+  p.begin_line(info_label("hyperparams")).begin_object("hyperparameters");
+  bool first = true;
+  for (const auto& h : hyperparameters(meta)) {
+    p.field_with(h.key, [&](ggufkit::json::Writer& w) { w.raw(h.json); },
+                 fmt::format("{}{} {}", first ? "" : " · ", h.label, h.text));
+    first = false;
+  }
+  p.end_object().end_line();
+
+  const auto tokenizer = meta.tokenizer_model();
+  const auto tokens = meta.tokens();
+  const auto pre = meta.tokenizer_pre();
+  const auto merges = meta.merges();
+  const auto vocab = tokens ? std::optional<uint64_t>(tokens->size()) : std::nullopt;
+  const auto merge_count = merges ? std::optional<uint64_t>(merges->size()) : std::nullopt;
+  const bool chat_template = meta.chat_template().has_value();
+  const auto if_tokenizer = [&](std::string text) {
+    return tokenizer ? std::optional<std::string>(std::move(text)) : std::nullopt;
+  };
+  const auto tokenizer_text = if_tokenizer(std::string(tokenizer.value_or("")));
+  const auto pre_text = if_tokenizer(pre ? fmt::format(" (pre: {})", *pre) : "");
+  const auto vocab_text = if_tokenizer(fmt::format(", {} tokens", vocab.value_or(0)));
+  const auto merges_text = if_tokenizer(merges ? fmt::format(", {} merges", merges->size()) : "");
+  const auto template_text = if_tokenizer(chat_template ? ", chat template" : "");
+  p.begin_line(info_label("tokenizer"));
+  p.field("tokenizer_model", tokenizer, tokenizer_text);
+  p.field("tokenizer_pre", pre, pre_text);
+  p.field("vocab_size", vocab, vocab_text);
+  p.field("merges", merge_count, merges_text);
+  p.field("chat_template", chat_template, template_text);
+  p.end_line();
+  p.end_object();
 }
 
 int run_info(const InfoArgs& args) {
   int status = kOk;
   std::string out;
-  if (args.json) out += "[";
+  const auto p = Printer::make(args.json, out);
+  p->begin_array();
   bool first = true;
   for (const std::string& path : args.files) {
     const auto f = ggufkit::SplitModel::open(path);
@@ -188,16 +195,11 @@ int run_info(const InfoArgs& args) {
       status = kUsageOrIoError;
       continue;
     }
-    if (args.json) {
-      if (!first) out += ",";
-      info_json(out, path, *f);
-    } else {
-      if (!first) out += "\n";
-      info_text(out, path, *f);
-    }
+    if (!first) p->text("");  // a blank line between files
+    print_info(*p, path, *f);
     first = false;
   }
-  if (args.json) out += "]\n";
+  p->end_array();
   const int written = write_result(out);
   return written != kOk ? written : status;
 }

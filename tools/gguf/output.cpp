@@ -103,6 +103,10 @@ int write_result(std::string_view text) {
   return kUsageOrIoError;
 }
 
+std::string plural(uint64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
 std::string human_bytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = static_cast<double>(bytes);

@@ -70,6 +70,9 @@ struct ValueTextLimits {
 // shortest round-trip floats), strings quoted, arrays as "[a, b, … N more]".
 std::string value_text(const ggufkit::ValueView& v, const ValueTextLimits& limits = {});
 
+// 1 -> "1 error", 2 -> "2 errors"
+std::string plural(uint64_t n, std::string_view one, std::string_view many);
+
 // 1536 -> "1.50 KiB"
 std::string human_bytes(uint64_t bytes);
 // 5123456 -> "5.12M"
