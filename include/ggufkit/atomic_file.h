@@ -15,7 +15,13 @@ namespace ggufkit {
 
 class AtomicFile final : public ByteSink {
  public:
-  static Expected<std::unique_ptr<AtomicFile>> create(const std::filesystem::path& target);
+  // Checks `policy` (sink.h) against what `target` is now, then creates the temporary file next to
+  // the file `target` names (through symbolic links).
+  static Expected<std::unique_ptr<AtomicFile>> create(const std::filesystem::path& target,
+                                                      const OutputPolicy& policy = {});
+  // The checks of create() alone, for a command that writes several files and must refuse before
+  // it writes the first.
+  static Expected<void> check(const std::filesystem::path& target, const OutputPolicy& policy);
   ~AtomicFile() override;
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;

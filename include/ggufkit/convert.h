@@ -94,6 +94,8 @@ struct ConvertPlan {
   uint32_t file_type = 0;                  // general.file_type
   // The checkpoint; the plan's sources point into it.
   std::shared_ptr<const SafetensorsModel> model;
+  // The checkpoint directory's files (all but .gguf files): the output never replaces one.
+  std::vector<std::filesystem::path> inputs;
 };
 
 // The HF architectures the converter knows, in table order.

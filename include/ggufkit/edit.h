@@ -23,6 +23,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/sink.h"
 #include "ggufkit/value.h"
 
 namespace ggufkit {
@@ -86,6 +87,8 @@ struct ApplyOptions {
   bool sync = true;  // fsync before the rename (rewrite) or after the write (in place)
   // Rewrites: (bytes copied, bytes to copy), called as the data section is copied.
   std::function<void(uint64_t, uint64_t)> progress;
+  // A target other than the source: what it may replace (sink.h); never the source.
+  OutputPolicy output{};
 };
 
 // Writes a plan made from `file` (opened from `source`) to `target`: `source` itself (in place or

@@ -13,6 +13,7 @@
 #include "ggufkit/block_layout.h"
 #include "ggufkit/error.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/sink.h"
 #include "ggufkit/tensor_types.h"
 
 namespace ggufkit {
@@ -26,6 +27,8 @@ struct ConvertEndianOptions {
   size_t chunk_bytes = size_t{4} << 20;     // bounds memory: tensor bytes pass through one buffer this size
   // Bytes of tensor data written so far, and in all (called after each chunk).
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // What the output may replace (sink.h); the input file is never replaced.
+  OutputPolicy output{};
 };
 
 struct ConvertEndianPlan {

@@ -49,6 +49,10 @@ enum class ErrorCode : uint16_t {
   safetensors_shape_overflow,    // element count or byte size not representable
   safetensors_bad_offsets,       // data_offsets not tiling the data region (overlap, hole, reversed, bytes after)
   safetensors_out_of_bounds,     // data_offsets past the end of the file
+  // What an output may replace (OutputPolicy, sink.h): refused before anything is written.
+  output_exists,       // the output exists and the caller did not allow replacing it (--force)
+  output_not_regular,  // the output is a directory, device, FIFO or socket: never replaced
+  output_is_input,     // the output is (through links too) a file the same command reads
 };
 
 std::string_view error_code_name(ErrorCode code);

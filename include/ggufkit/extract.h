@@ -9,6 +9,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/sink.h"
 
 namespace ggufkit {
 
@@ -30,7 +31,8 @@ std::string npy_header(const NpyLayout& layout);
 
 // Writes the tensor as a .npy file at `out`, atomically (a crash leaves no half file under that
 // name); `sync` also flushes it to the disk before the rename (the default of every writer).
+// `output`: what the .npy may replace (sink.h); the model's file is never replaced.
 Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, ExtractType type,
-                           const std::filesystem::path& out, bool sync = true);
+                           const std::filesystem::path& out, bool sync = true, const OutputPolicy& output = {});
 
 }  // namespace ggufkit

@@ -71,6 +71,8 @@ class GgufFile {
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
 
+  // The path it was opened from (open); empty for parse(). Writers never replace it (OutputPolicy).
+  const std::filesystem::path& path() const { return path_; }
   uint32_t version() const { return version_; }
   // A big-endian file is read through a byte-swapped copy of its header (so metadata views,
   // tensor infos and error offsets work as for a little-endian file); its tensor data stays in
@@ -128,6 +130,7 @@ class GgufFile {
   GgufFile() = default;
 
   std::unique_ptr<MappedFile> mapping_;  // null when parsing caller-owned bytes
+  std::filesystem::path path_;
   std::span<const std::byte> bytes_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;

@@ -70,13 +70,16 @@ Expected<GgufBuilder> shard_builder(const GgufFile& input, const SplitPlan& plan
 
 struct SplitWriteOptions {
   bool sync = true;
-  // The input's path: a shard that would replace it is refused.
+  // The input's path (besides input.path()): a shard that would replace it is refused.
   std::filesystem::path input_path;
   // Called after each shard is written: (shards written, shards in all, the shard's path).
   std::function<void(size_t, size_t, const std::string&)> progress;
+  // What the shards may replace (sink.h); checked for every shard before any is written.
+  OutputPolicy output{};
 };
-// Writes every shard of the plan, each atomically. Refuses to replace options.input_path. When a shard
-// fails, the shards this call already wrote are removed.
+// Writes every shard of the plan as a set: each under a temporary name, renamed into place only when
+// all are complete, so that a failure or an interruption leaves no shard under its final name.
+// Refuses to replace the input.
 Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const SplitWriteOptions& options = {});
 
 // One tensor of a model that may be split: where its info and bytes are.

@@ -7,6 +7,8 @@
 #include <functional>
 #include <thread>
 
+#include "ggufkit/sink.h"
+
 namespace ggufkit {
 
 // How many threads an operation may use: 0 means one per core, 1 runs on the caller's thread. The
@@ -29,6 +31,8 @@ struct RunOptions {
   // Called after each tensor is written: (tensors done, tensors in all), in plan order.
   std::function<void(size_t, size_t)> progress;
   bool sync = true;  // flush the output to the disk before it is renamed into place
+  // What the output may replace (sink.h); the operation adds the files it reads to `inputs`.
+  OutputPolicy output{};
 };
 
 // The number of threads `threads` stands for: count, or one per core (at least 1) for 0.

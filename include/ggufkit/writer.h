@@ -34,6 +34,8 @@ struct WriteOptions {
   // The byte order of the header (counts, metadata values, tensor infos). Tensor bytes are written
   // exactly as given: a big-endian file needs big-endian tensor data (ggufkit/endian.h swaps it).
   ByteOrder byte_order = ByteOrder::little;
+  // What write_file may replace (sink.h).
+  OutputPolicy output{};
   // Called after each tensor's bytes are written: (tensors written, tensors in all).
   std::function<void(size_t, size_t)> progress;
 };

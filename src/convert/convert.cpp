@@ -647,6 +647,10 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
                                                      fmt::join(convert_supported_architectures(), ", ")));
   }
   ConvertPlan plan;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
+    if (entry.path().extension() != ".gguf") plan.inputs.push_back(entry.path());
+  }
   plan.hf_architecture = hf_arch;
   plan.architecture = std::string(spec->gguf_name);
   plan.file_type = *convert_file_type(options.out_type);
@@ -682,6 +686,8 @@ Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::p
   }
   WriteOptions write_options;
   write_options.sync = options.sync;
+  write_options.output = options.output;
+  write_options.output.inputs.insert(write_options.output.inputs.end(), plan.inputs.begin(), plan.inputs.end());
   write_options.progress = [&](size_t done, size_t all) {
     const ConvertTensorPlan& t = plan.tensors[done - 1];
     if (t.source != nullptr) release_pages(t.source->data);

@@ -227,7 +227,7 @@ namespace {
 
 // Rewrites with the alignment changed: the builder lays the tensors out again.
 Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const std::filesystem::path& target,
-                               const ApplyOptions& options) {
+                               const ApplyOptions& options, const OutputPolicy& policy) {
   GgufBuilder builder = GgufBuilder::from_file(file);
   // The new key order: every old key removed, then each key set again in order.
   for (const KeyValue& kv : file.metadata()) builder.remove(kv.key);
@@ -236,6 +236,7 @@ Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const
   }
   WriteOptions write_options = builder.suggested_options();
   write_options.sync = options.sync;
+  write_options.output = policy;
   return builder.write_file(target, write_options);
 }
 
@@ -278,14 +279,16 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
     return {};
   }
 
-  if (plan.realign) return write_realigned(file, plan, target, options);
-
-  auto out = AtomicFile::create(target);
-  if (!out) return std::move(out).error();
-  // A file replaced in place keeps its permission bits.
-  if (target_exists) {
-    if (auto r = (*out)->set_permissions(static_cast<uint32_t>(target_stat.st_mode)); !r) return r;
+  // The source replaced by its rewrite, or another file, which may not be the source.
+  OutputPolicy policy;
+  if (!same_file) {
+    policy = options.output;
+    policy.inputs.push_back(source);
   }
+  if (plan.realign) return write_realigned(file, plan, target, options, policy);
+
+  auto out = AtomicFile::create(target, policy);  // a replaced file keeps its mode, owner and group
+  if (!out) return std::move(out).error();
   if (auto r = (*out)->write(plan.header); !r) return r;
   if (!file.tensors().empty()) {
     const int fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);

@@ -72,10 +72,12 @@ std::string npy_header(const NpyLayout& layout) {
 }
 
 Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, ExtractType type,
-                           const std::filesystem::path& out, bool sync) {
+                           const std::filesystem::path& out, bool sync, const OutputPolicy& output) {
   auto layout = npy_layout(tensor, type);
   if (!layout) return std::move(layout).error();
-  auto sink = AtomicFile::create(out);
+  OutputPolicy policy = output;
+  if (!file.path().empty()) policy.inputs.push_back(file.path());
+  auto sink = AtomicFile::create(out, policy);
   if (!sink) return std::move(sink).error();
   const std::string header = npy_header(*layout);
   if (auto r = (*sink)->write(std::as_bytes(std::span(header))); !r) return r;

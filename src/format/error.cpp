@@ -41,6 +41,9 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::safetensors_shape_overflow: return "safetensors_shape_overflow";
     case ErrorCode::safetensors_bad_offsets: return "safetensors_bad_offsets";
     case ErrorCode::safetensors_out_of_bounds: return "safetensors_out_of_bounds";
+    case ErrorCode::output_exists: return "output_exists";
+    case ErrorCode::output_not_regular: return "output_not_regular";
+    case ErrorCode::output_is_input: return "output_is_input";
   }
   return "unknown_error";
 }

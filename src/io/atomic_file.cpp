@@ -7,33 +7,103 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
+
+#include "io/file_kind.h"
 
 namespace ggufkit {
 namespace {
 
 constexpr size_t kBufferBytes = size_t{1} << 20;
 
-Error io_error(uint64_t offset, const std::string& what) {
-  return make_error(ErrorCode::io_error, offset, {}, fmt::format("{}: {}", what, std::strerror(errno)));
+// An I/O error about the output: its file, what failed and the system's reason (errno), no offset.
+Error io_error(const std::filesystem::path& output, std::string_view what) {
+  return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{}: {}", what, std::strerror(errno))),
+                   output.string());
+}
+
+
+// The file an output path names: itself, or the end of its chain of symbolic links (which may not
+// exist yet: a dangling link is written through, creating its target).
+std::filesystem::path resolve_links(const std::filesystem::path& target) {
+  std::filesystem::path at = target;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+    std::error_code ec;
+    const std::filesystem::path next = std::filesystem::read_symlink(at, ec);
+    if (ec) return at;
+    at = next.is_absolute() ? next : at.parent_path() / next;
+  }
+  return at;  // a loop: open and rename fail on it with the system's reason (ELOOP)
 }
 
 }  // namespace
 
-Expected<std::unique_ptr<AtomicFile>> AtomicFile::create(const std::filesystem::path& target) {
+namespace {
+
+// The checks of OutputPolicy against the file `resolved` (target through its links) is now; the
+// stat of the existing file when there is one.
+Expected<std::optional<struct stat>> check_output(const std::filesystem::path& target,
+                                                  const std::filesystem::path& resolved, const OutputPolicy& policy) {
+  const auto fail = [&](ErrorCode code, std::string message) {
+    return with_file(make_error(code, std::nullopt, {}, std::move(message)), target.string());
+  };
+  struct stat existing {};
+  if (::stat(resolved.c_str(), &existing) != 0) return std::optional<struct stat>();
+  if (!S_ISREG(existing.st_mode)) {
+    return fail(ErrorCode::output_not_regular,
+                fmt::format("is {}: refusing to replace it with a file", io::file_kind(existing.st_mode)));
+  }
+  for (const std::filesystem::path& input : policy.inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == existing.st_dev && in.st_ino == existing.st_ino) {
+      return fail(ErrorCode::output_is_input,
+                  input == target ? std::string("is an input of this command: refusing to overwrite it")
+                                  : fmt::format("is an input of this command ({}): refusing to overwrite it",
+                                                input.string()));
+    }
+  }
+  if (!policy.overwrite) return fail(ErrorCode::output_exists, "already exists (--force replaces it)");
+  return std::optional<struct stat>(existing);
+}
+
+}  // namespace
+
+Expected<void> AtomicFile::check(const std::filesystem::path& target, const OutputPolicy& policy) {
+  auto r = check_output(target, resolve_links(target), policy);
+  if (!r) return std::move(r).error();
+  return {};
+}
+
+Expected<std::unique_ptr<AtomicFile>> AtomicFile::create(const std::filesystem::path& target,
+                                                         const OutputPolicy& policy) {
   std::unique_ptr<AtomicFile> f(new AtomicFile());
-  f->target_ = target;
-  std::filesystem::path dir = target.parent_path();
+  f->target_ = resolve_links(target);
+  auto checked_output = check_output(target, f->target_, policy);
+  if (!checked_output) return std::move(checked_output).error();
+  const bool exists = checked_output->has_value();
+  struct stat existing {};
+  if (exists) existing = **checked_output;
+  std::filesystem::path dir = f->target_.parent_path();
   if (dir.empty()) dir = ".";
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  std::string tmpl = (dir / ("." + f->target_.filename().string() + ".tmp-XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) return io_error(0, fmt::format("cannot create a temporary file in {}", dir.string()));
-  // mkstemp creates 0600; a finished file gets the usual permissions.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
+  if (fd < 0) return io_error(target, fmt::format("cannot create a file in {}", dir.string()));
+  if (exists) {
+    // A replaced file keeps its permissions, owner and group (the owner only when the process may
+    // give it away, as root; the group when the process is in it).
+    ::fchmod(fd, existing.st_mode & 07777);
+    if (::fchown(fd, existing.st_uid, existing.st_gid) != 0) ::fchown(fd, static_cast<uid_t>(-1), existing.st_gid);
+  } else {
+    // mkstemp creates 0600; a new file gets the usual permissions.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
+  }
   f->fd_ = fd;
   f->temp_path_ = tmpl;
   f->buffer_.reserve(kBufferBytes);
@@ -51,7 +121,7 @@ Expected<void> AtomicFile::flush() {
     const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return io_error(written_, fmt::format("cannot write {}", temp_path_.string()));
+      return io_error(target_, "cannot write");
     }
     done += static_cast<size_t>(n);
     written_ += static_cast<uint64_t>(n);
@@ -76,7 +146,7 @@ Expected<void> AtomicFile::write(std::span<const std::byte> bytes) {
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return io_error(written_, fmt::format("cannot write {}", temp_path_.string()));
+      return io_error(target_, "cannot write");
     }
     bytes = bytes.subspan(static_cast<size_t>(n));
     written_ += static_cast<uint64_t>(n);
@@ -114,12 +184,12 @@ Expected<void> AtomicFile::copy_from(int fd, uint64_t offset, uint64_t length,
         for (size_t put = 0; n > 0 && put < static_cast<size_t>(n);) {
           const ssize_t w = ::write(fd_, buffer.data() + put, static_cast<size_t>(n) - put);
           if (w < 0 && errno == EINTR) continue;
-          if (w < 0) return io_error(written_ + put, fmt::format("cannot write {}", temp_path_.string()));
+          if (w < 0) return io_error(target_, "cannot write");
           put += static_cast<size_t>(w);
         }
       }
-      if (n < 0) return io_error(written_, fmt::format("cannot copy into {}", temp_path_.string()));
-      if (n == 0) return make_error(ErrorCode::io_error, written_, {}, fmt::format("the source ended {} bytes early", end - at));
+      if (n < 0) return io_error(target_, "cannot copy the data");
+      if (n == 0) return make_error(ErrorCode::io_error, at, {}, fmt::format("the source ended {} bytes early", end - at));
       at += static_cast<uint64_t>(n);
       written_ += static_cast<uint64_t>(n);
       if (progress) progress(at - offset);
@@ -139,11 +209,11 @@ Expected<void> AtomicFile::copy_from(int fd, uint64_t offset, uint64_t length,
     }
     if (data_start > at) {
       const uint64_t gap = data_start - at;
-      if (::lseek(fd_, static_cast<off_t>(gap), SEEK_CUR) < 0) return io_error(written_, "cannot seek");
+      if (::lseek(fd_, static_cast<off_t>(gap), SEEK_CUR) < 0) return io_error(target_, "cannot seek");
       at += gap;
       written_ += gap;
       if (::ftruncate(fd_, static_cast<off_t>(written_)) != 0) {
-        return io_error(written_, fmt::format("cannot extend {}", temp_path_.string()));
+        return io_error(target_, "cannot extend the file");
       }
       if (progress) progress(at - offset);
     }
@@ -154,7 +224,7 @@ Expected<void> AtomicFile::copy_from(int fd, uint64_t offset, uint64_t length,
 
 Expected<void> AtomicFile::set_permissions(uint32_t mode) {
   if (fd_ < 0 || ::fchmod(fd_, static_cast<mode_t>(mode & 07777)) != 0) {
-    return io_error(0, fmt::format("cannot set the permissions of {}", temp_path_.string()));
+    return io_error(target_, "cannot set the permissions");
   }
   return {};
 }
@@ -162,14 +232,14 @@ Expected<void> AtomicFile::set_permissions(uint32_t mode) {
 Expected<void> AtomicFile::commit(bool sync) {
   if (fd_ < 0) return make_error(ErrorCode::io_error, written_, {}, "commit twice");
   if (auto r = flush(); !r) return r;
-  if (sync && ::fsync(fd_) != 0) return io_error(written_, fmt::format("cannot sync {}", temp_path_.string()));
+  if (sync && ::fsync(fd_) != 0) return io_error(target_, "cannot sync");
   if (::close(fd_) != 0) {
     fd_ = -1;
-    return io_error(written_, fmt::format("cannot close {}", temp_path_.string()));
+    return io_error(target_, "cannot close");
   }
   fd_ = -1;
   if (::rename(temp_path_.c_str(), target_.c_str()) != 0) {
-    return io_error(written_, fmt::format("cannot rename {} to {}", temp_path_.string(), target_.string()));
+    return io_error(target_, fmt::format("cannot rename {} to it", temp_path_.string()));
   }
   committed_ = true;
   if (sync) {

@@ -12,10 +12,13 @@
 
 #include <fmt/format.h>
 
+#include "io/file_kind.h"
+
 namespace ggufkit {
 
 Expected<MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, as not regular).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("cannot open: {}", std::strerror(errno)));
   }
@@ -27,7 +30,7 @@ Expected<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return make_error(ErrorCode::io_error, std::nullopt, {}, "not a regular file");
+    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{}, not a regular file", io::file_kind(st.st_mode)));
   }
   MappedFile m;
   m.size_ = static_cast<size_t>(st.st_size);

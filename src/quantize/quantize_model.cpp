@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ggufkit/atomic_file.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/endian.h"
 #include "ggufkit/quantize.h"
@@ -325,11 +326,10 @@ Expected<void> add_output_metadata(GgufBuilder& b, const GgufFile& input, const 
   return {};
 }
 
-// Writes output shard `shard` (the plan's tensors of that shard, in plan order) to `path`.
+// Writes output shard `shard` (the plan's tensors of that shard, in plan order) to `out`.
 // `tensors_before`: the plan's tensors in earlier shards, for the progress count.
-Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan, uint32_t shard,
-                                 const std::filesystem::path& path, const QuantizeOptions& options,
-                                 size_t tensors_before) {
+Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan, uint32_t shard, ByteSink& out,
+                                 const QuantizeOptions& options, size_t tensors_before) {
   GgufBuilder b;
   if (auto r = add_output_metadata(b, input, plan, shard, options); !r) return r;
   // The builder's producers point into the stream; its destructor joins the driver thread.
@@ -383,27 +383,40 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
     if (p.file != nullptr) p.file->release_tensor_pages(*p.tensor);
     if (options.progress) options.progress(tensors_before + done, plan.tensors.size());
   };
-  write_options.sync = options.sync;
-  return b.write_file(path, write_options);
+  return b.write(out, write_options);
 }
 
 // `input` holds the metadata (a plain file, or a split model's first shard).
+// `inputs`: the files of the model, which no output may replace.
 Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePlan>& plan,
-                               const std::filesystem::path& output, const QuantizeOptions& options) {
+                               const std::filesystem::path& output, const QuantizeOptions& caller_options,
+                               std::span<const std::filesystem::path> inputs) {
   if (!plan) return plan.error();
+  QuantizeOptions options = caller_options;
+  options.output.inputs.insert(options.output.inputs.end(), inputs.begin(), inputs.end());
   const auto paths = quantize_output_paths(*plan, output, options);
+  // Every output is checked before any work: a refused second shard must not come after a first.
+  for (const auto& path : paths) {
+    if (auto r = AtomicFile::check(path, options.output); !r) return r;
+  }
+  // The outputs are a set (a split model): each is written under a temporary name, and the final
+  // names appear only when all are complete.
+  std::vector<std::unique_ptr<AtomicFile>> files;
   size_t tensors_before = 0;
   for (uint32_t shard = 0; shard < plan->shard_count; ++shard) {
-    if (auto r = write_output_file(input, *plan, shard, paths[shard], options, tensors_before); !r) {
-      // Each file is written atomically; the shards already written would be a partial model.
-      for (uint32_t i = 0; i < shard; ++i) {
-        std::error_code ec;
-        std::filesystem::remove(paths[i], ec);
-      }
-      return r;
-    }
+    auto file = AtomicFile::create(paths[shard], options.output);
+    if (!file) return std::move(file).error();
+    if (auto r = write_output_file(input, *plan, shard, **file, options, tensors_before); !r) return r;
+    files.push_back(std::move(file).value());
     tensors_before += static_cast<size_t>(
         std::ranges::count_if(plan->tensors, [&](const TensorPlan& p) { return p.shard == shard; }));
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (auto r = files[i]->commit(options.sync); !r) {
+      std::error_code ec;
+      for (size_t j = 0; j < i; ++j) std::filesystem::remove(paths[j], ec);  // no partial set
+      return r;
+    }
   }
   return {};
 }
@@ -423,12 +436,14 @@ std::vector<std::filesystem::path> quantize_output_paths(const QuantizePlan& pla
 
 Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path& output,
                               const QuantizeOptions& options) {
-  return write_quantized(input, plan_quantize(input, options), output, options);
+  std::vector<std::filesystem::path> inputs;
+  if (!input.path().empty()) inputs.push_back(input.path());
+  return write_quantized(input, plan_quantize(input, options), output, options, std::span(inputs));
 }
 
 Expected<void> quantize_model(const SplitModel& input, const std::filesystem::path& output,
                               const QuantizeOptions& options) {
-  return write_quantized(input.metadata_file(), plan_quantize(input, options), output, options);
+  return write_quantized(input.metadata_file(), plan_quantize(input, options), output, options, input.paths());
 }
 
 }  // namespace ggufkit

@@ -565,6 +565,7 @@ Expected<GgufFile> GgufFile::open(const std::filesystem::path& path, const OpenO
   Parser parser(owned->bytes(), options, owned.get());
   if (auto r = parser.run(f); !r) return std::move(r).error();
   f.mapping_ = std::move(owned);
+  f.path_ = path;
   return f;
 }
 

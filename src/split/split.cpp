@@ -1,3 +1,4 @@
+#include "ggufkit/atomic_file.h"
 #include "ggufkit/endian.h"
 #include "ggufkit/split.h"
 
@@ -183,35 +184,36 @@ Expected<GgufBuilder> shard_builder(const GgufFile& input, const SplitPlan& plan
 }
 
 Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const SplitWriteOptions& options) {
-  std::error_code ec;
-  if (!options.input_path.empty()) {
-    for (const ShardPlan& s : plan.shards) {
-      if (std::filesystem::equivalent(options.input_path, s.path, ec)) {
-        return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the shard would replace the input"), s.path);
-      }
-    }
+  OutputPolicy policy = options.output;
+  if (!options.input_path.empty()) policy.inputs.push_back(options.input_path);
+  if (!input.path().empty()) policy.inputs.push_back(input.path());
+  // Every shard is refused or accepted before any is written.
+  for (const ShardPlan& s : plan.shards) {
+    if (auto r = AtomicFile::check(s.path, policy); !r) return r;
   }
   WriteOptions write_options;
   write_options.sync = options.sync;
   write_options.pad_header_without_tensors = input.header_padded();
   // Shard headers in the input's byte order: the tensor bytes are copied as stored.
   write_options.byte_order = input.byte_order();
-  std::vector<std::string> written;
-  const auto undo = [&] {
-    for (const std::string& p : written) std::filesystem::remove(p, ec);
-  };
+  // The shards are a set: each is written under a temporary name, and the final names appear only
+  // when every shard is complete (an interruption or failure before leaves none of them).
+  std::vector<std::unique_ptr<AtomicFile>> files;
   for (size_t i = 0; i < plan.shards.size(); ++i) {
     auto b = shard_builder(input, plan, i);
-    if (!b) {
-      undo();
-      return std::move(b).error();
-    }
-    if (auto r = b->write_file(plan.shards[i].path, write_options); !r) {
-      undo();
-      return with_file(std::move(r).error(), plan.shards[i].path);
-    }
-    written.push_back(plan.shards[i].path);
+    if (!b) return std::move(b).error();
+    auto file = AtomicFile::create(plan.shards[i].path, policy);
+    if (!file) return std::move(file).error();
+    if (auto r = b->write(**file, write_options); !r) return with_file(std::move(r).error(), plan.shards[i].path);
+    files.push_back(std::move(file).value());
     if (options.progress) options.progress(i + 1, plan.shards.size(), plan.shards[i].path);
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (auto r = files[i]->commit(options.sync); !r) {
+      std::error_code ec;
+      for (size_t j = 0; j < i; ++j) std::filesystem::remove(plan.shards[j].path, ec);  // no partial set
+      return r;
+    }
   }
   return {};
 }
@@ -371,6 +373,7 @@ Expected<void> write_merged(const SplitModel& model, const std::filesystem::path
   auto b = merge_builder(model);
   if (!b) return std::move(b).error();
   WriteOptions o = options;
+  o.output.inputs.insert(o.output.inputs.end(), model.paths().begin(), model.paths().end());
   o.byte_order = model.metadata_file().byte_order();  // merge_builder checked every shard agrees
   if (model.tensors().empty()) o.pad_header_without_tensors = model.metadata_file().header_padded();
   return b->write_file(out, o);

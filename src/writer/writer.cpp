@@ -236,7 +236,7 @@ Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) c
 }
 
 Expected<void> GgufBuilder::write_file(const std::filesystem::path& path, const WriteOptions& options) const {
-  auto file = AtomicFile::create(path);
+  auto file = AtomicFile::create(path, options.output);
   if (!file) return std::move(file).error();
   if (auto r = write(**file, options); !r) return r;  // the temporary file is removed on return
   return (*file)->commit(options.sync);

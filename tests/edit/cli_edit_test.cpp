@@ -203,7 +203,7 @@ TEST_F(CliEdit, BigEndianFilesAreEditedInTheirOwnByteOrder) {
       ASSERT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
     }
     const fs::path expected = dir / "expected.gguf";
-    r = run_gguf({"convert-endian", model.string(), expected.string(), "--to", "big"});
+    r = run_gguf({"convert-endian", model.string(), expected.string(), "--to", "big", "--force"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(read_bytes(expected) == read_bytes(big)) << edit[0] << " " << edit[2];
   }

@@ -384,7 +384,8 @@ TEST(QuantizeImatrixOracle, ImatrixFilesThroughTheCli) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.imatrix.filename().string() + " " + c.preset);
     const fs::path ours = dir / "ours.gguf", theirs = dir / "llama.gguf";
-    std::vector<std::string> args = {"quantize", model.string(), ours.string(), c.preset, "--imatrix", c.imatrix.string()};
+    std::vector<std::string> args = {"quantize", model.string(), ours.string(), c.preset, "--imatrix", c.imatrix.string(),
+                                     "--force"};
     args.insert(args.end(), c.extra.begin(), c.extra.end());
     const CommandResult r = run_gguf(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -114,10 +114,10 @@ TEST(QuantizeModelOracle, SplitInputQuantizesLikeLlamaAndLikeTheWholeFile) {
     SCOPED_TRACE(type);
     const auto file_type = file_type_for_type(*parse_tensor_type(type));
     const fs::path ours = dir / "ours.gguf", theirs = dir / "llama.gguf", unsplit = dir / "unsplit.gguf";
-    const CommandResult r = run_gguf({"quantize", first_shard, ours.string(), type, "--pure"});
+    const CommandResult r = run_gguf({"quantize", first_shard, ours.string(), type, "--pure", "--force"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ASSERT_TRUE(oracle->quantize(first_shard, theirs.string(), *file_type, true, 2));
-    ASSERT_EQ(run_gguf({"quantize", source.string(), unsplit.string(), type, "--pure"}).exit_code, 0);
+    ASSERT_EQ(run_gguf({"quantize", source.string(), unsplit.string(), type, "--pure", "--force"}).exit_code, 0);
     EXPECT_TRUE(read_bytes(ours) == read_bytes(theirs)) << describe_difference(ours, theirs);
     EXPECT_TRUE(read_bytes(ours) == read_bytes(unsplit));
   }

@@ -126,7 +126,7 @@ TEST(QuantizePresetsOracle, SplitInputGivesTheCorpusMix) {
   for (const char* preset : {"q4_k_m", "q3_k_m"}) {
     SCOPED_TRACE(preset);
     const fs::path ours = dir / "ours.gguf";
-    const CommandResult r = run_gguf({"quantize", plan->shards.front().path, ours.string(), preset});
+    const CommandResult r = run_gguf({"quantize", plan->shards.front().path, ours.string(), preset, "--force"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const fs::path expected = corpus / (std::string("tiny-llama-") + preset + ".gguf");
     EXPECT_EQ(first_difference(ours, expected), "");

@@ -669,14 +669,19 @@ TEST(WriterFiles, MissingDirectoryIsAnIoError) {
   fs::remove_all(dir);
 }
 
-TEST(WriterFiles, TargetThatIsADirectoryIsAnIoError) {
+// A directory (or device, FIFO, socket) under the target's name is refused before anything is
+// written (OutputPolicy), whatever `overwrite` says.
+TEST(WriterFiles, TargetThatIsADirectoryIsRefused) {
   const auto dir = test::temp_dir("writer-target-dir");
   fs::create_directory(dir / "model.gguf");
   fs::create_directory(dir / "model.gguf" / "inside");  // rename() cannot replace a non-empty directory
   GgufBuilder b;
   auto r = b.write_file(dir / "model.gguf", no_sync());
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, ErrorCode::io_error);
+  EXPECT_EQ(r.error().code, ErrorCode::output_not_regular);
+  EXPECT_EQ(r.error().file, (dir / "model.gguf").string());
+  EXPECT_EQ(r.error().message, "is a directory: refusing to replace it with a file");
+  EXPECT_FALSE(r.error().offset);
   EXPECT_TRUE(fs::is_directory(dir / "model.gguf" / "inside"));
   EXPECT_TRUE(temp_files_in(dir).empty()) << testing::PrintToString(temp_files_in(dir));
   fs::remove_all(dir);

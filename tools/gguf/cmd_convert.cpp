@@ -16,6 +16,7 @@ namespace gguf_cli {
 namespace {
 
 struct ConvertArgs {
+  bool force = false;  // --force: replace an existing output
   std::string input, output;
   std::string outtype = "f16";
   unsigned threads = 0;
@@ -59,12 +60,12 @@ void print_plan(const ggufkit::ConvertPlan& plan) {
   fmt::print("architecture: {} -> {}\n", plan.hf_architecture, plan.architecture);
   for (const auto& t : plan.tensors) {
     const std::string from = t.source ? std::string(ggufkit::safetensors_dtype_name(t.source->dtype)) : "generated";
-    fmt::print("{:<40} -> {:<28} {:<20} {:>9} -> {:<6}{}{}\n", t.hf_name.empty() ? "(generated)" : t.hf_name,
-               t.gguf_name, shape_text(t.shape), from, ggufkit::type_name(t.type),
+    fmt::print("{:<40} -> {:<28} {:<20} {:>9} -> {:<6}{}{}\n", t.hf_name.empty() ? "(generated)" : terminal_safe(t.hf_name),
+               terminal_safe(t.gguf_name), shape_text(t.shape), from, ggufkit::type_name(t.type),
                t.transform == ggufkit::ConvertTransform::none ? "" : fmt::format(" [{}]", ggufkit::convert_transform_name(t.transform)),
                t.note.empty() ? "" : fmt::format(" ({})", t.note));
   }
-  for (const auto& name : plan.skipped) fmt::print("{:<40} dropped\n", name);
+  for (const auto& name : plan.skipped) fmt::print("{:<40} dropped\n", terminal_safe(name));
   fmt::print("metadata: {} keys\n", plan.metadata.size());
   fmt::print("parameters: {}\n", plan.parameter_count);
   fmt::print("tensor data: {} ({} bytes)\n", human_bytes(plan.tensor_bytes), plan.tensor_bytes);
@@ -80,6 +81,7 @@ int run_convert(const ConvertArgs& args) {
   ggufkit::ConvertOptions options;
   options.out_type = *type;
   options.threads = ggufkit::Threads{args.threads};
+  options.output.overwrite = args.force;
   options.cancel = &interrupt_flag();
   options.tokenizer = !args.no_tokenizer;
   auto plan = ggufkit::plan_convert(args.input, options);
@@ -87,6 +89,7 @@ int run_convert(const ConvertArgs& args) {
     report_error(args.input, plan.error());
     return kUsageOrIoError;
   }
+  if (!outputs_allowed({args.output}, {.overwrite = args.force, .inputs = plan->inputs})) return kUsageOrIoError;
   if (args.dry_run) {
     if (args.json) {
       return print_plan_json(*plan);
@@ -116,6 +119,7 @@ Runner register_convert(CLI::App& app) {
   auto args = std::make_shared<ConvertArgs>();
   CLI::App* cmd = app.add_subcommand(
       "convert", "Convert a Hugging Face safetensors checkpoint to GGUF as llama.cpp's convert_hf_to_gguf.py does");
+  add_force_flag(*cmd, args->force);
   cmd->add_option("model_dir", args->input, "Checkpoint directory: config.json, model.safetensors (or an index and "
                                              "shards), tokenizer.json")
       ->required();

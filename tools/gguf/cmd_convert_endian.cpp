@@ -15,17 +15,14 @@ namespace gguf_cli {
 namespace {
 
 struct ConvertEndianArgs {
+  bool force = false;  // --force: replace an existing output
   std::string input, output, to;
   bool dry_run = false;
 };
 
 int run_convert_endian(const ConvertEndianArgs& args) {
   const ggufkit::ByteOrder to = args.to == "big" ? ggufkit::ByteOrder::big : ggufkit::ByteOrder::little;
-  std::error_code ec;
-  if (args.input == args.output || std::filesystem::equivalent(args.input, args.output, ec)) {
-    fmt::print(stderr, "gguf: convert-endian: the output must not be the input ({})\n", args.input);
-    return kUsageOrIoError;
-  }
+  if (!outputs_allowed({args.output}, {.overwrite = args.force, .inputs = {args.input}})) return kUsageOrIoError;
   const auto input = open_or_report(args.input);
   if (!input) return kUsageOrIoError;
   const ggufkit::ConvertEndianPlan plan = ggufkit::plan_convert_endian(*input, to);
@@ -44,9 +41,10 @@ int run_convert_endian(const ConvertEndianArgs& args) {
     } else {
       fmt::print("already {}-endian: would copy it unchanged to {}\n", to_name, args.output);
     }
-    return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+    return kOk;  // main checks that stdout took it (finish_output)
   }
   ggufkit::ConvertEndianOptions options;
+  options.output.overwrite = args.force;
   // Progress for long conversions: at most one line a second, only past 256 MiB of tensor data.
   const bool show_progress = plan.tensor_bytes >= (uint64_t{256} << 20);
   auto last = std::chrono::steady_clock::now();
@@ -65,7 +63,7 @@ int run_convert_endian(const ConvertEndianArgs& args) {
   }
   fmt::print("{}: {}-endian -> {}: {}-endian{}\n", args.input, from_name, args.output, to_name,
              plan.swaps() ? "" : " (already in that order: copied)");
-  return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+  return kOk;
 }
 
 }  // namespace
@@ -73,6 +71,7 @@ int run_convert_endian(const ConvertEndianArgs& args) {
 Runner register_convert_endian(CLI::App& app) {
   auto args = std::make_shared<ConvertEndianArgs>();
   CLI::App* cmd = app.add_subcommand("convert-endian", "Write a copy of a model in the other byte order (little or big-endian)");
+  add_force_flag(*cmd, args->force);
   cmd->add_option("input", args->input, "GGUF file to read (little- or big-endian)")->required();
   cmd->add_option("output", args->output, "GGUF file to write (atomically; never the input)")->required();
   cmd->add_option("--to", args->to, "Byte order of the output")->required()->check(CLI::IsMember({"little", "big"}));

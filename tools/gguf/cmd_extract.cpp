@@ -1,6 +1,8 @@
 // gguf extract FILE [TENSOR...] -o OUT [--type f32|f16|raw]: tensors to NumPy .npy files. FILE may be
 // the first shard of a split model: the tensors of every shard are then available.
 #include <filesystem>
+#include <unistd.h>
+
 #include <map>
 
 #include <fmt/format.h>
@@ -16,16 +18,25 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ExtractArgs {
+  bool force = false;  // --force: replace existing .npy files
   std::string file;
   std::vector<std::string> tensors;
   std::string out;
   std::string type = "f32";
 };
 
-// Tensor names may hold '/', which cannot be part of a file name.
+// The file a tensor goes to in a directory: its name with '/' (which cannot be in a file name) and
+// every character a terminal acts on (what terminal_safe escapes) replaced by '_', then ".npy".
 std::string file_name_for(std::string_view tensor) {
-  std::string name(tensor);
-  std::replace(name.begin(), name.end(), '/', '_');
+  std::string name;
+  for (size_t i = 0; i < tensor.size();) {
+    size_t n = 1;  // one character: a byte and the continuation bytes after it
+    while (i + n < tensor.size() && n < 4 && (static_cast<unsigned char>(tensor[i + n]) & 0xC0) == 0x80) ++n;
+    const std::string_view c = tensor.substr(i, n);
+    name += c == "/" || terminal_safe(c) != c ? std::string_view("_") : c;
+    i += n;
+  }
+  if (name.empty() || name == "." || name == "..") name = "_";
   return name + ".npy";
 }
 
@@ -67,15 +78,32 @@ int run_extract(const ExtractArgs& args) {
     }
   }
   const auto type = kTypes.at(args.type);
+  const ggufkit::OutputPolicy policy{.overwrite = args.force,
+                                     .inputs = {model->paths().begin(), model->paths().end()}};
+  // Every file name first: two tensors may not go to one file, and no output may be refused halfway.
+  std::vector<fs::path> targets;
+  std::map<std::string, std::string_view> tensor_of_file;
+  for (const ggufkit::ModelTensor* mt : chosen) {
+    const std::string_view name = mt->info->name;
+    targets.push_back(to_directory ? out / file_name_for(name) : out);
+    const auto [at, added] = tensor_of_file.emplace(targets.back().filename().string(), name);
+    if (!added) {
+      fmt::print(stderr, "gguf: {}: the tensors '{}' and '{}' would both be written to {}: extract one of them with -o FILE\n",
+                 terminal_safe(args.file), terminal_safe(at->second), terminal_safe(name), terminal_safe(targets.back().string()));
+      return kUsageOrIoError;
+    }
+  }
+  if (!outputs_allowed(targets, policy)) return kUsageOrIoError;
+  const bool progress = chosen.size() > 1 && ::isatty(STDERR_FILENO) == 1;
   for (size_t i = 0; i < chosen.size(); ++i) {
     const ggufkit::TensorInfo& t = *chosen[i]->info;
-    const fs::path target = to_directory ? out / file_name_for(t.name) : out;
-    if (chosen.size() > 1) fmt::print(stderr, "[{}/{}] {}\n", i + 1, chosen.size(), t.name);
-    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false); !r) {
+    const fs::path& target = targets[i];
+    if (progress) fmt::print(stderr, "[{}/{}] {}\n", i + 1, chosen.size(), terminal_safe(t.name));
+    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false, policy); !r) {
       report_error(model->paths()[chosen[i]->shard].string(), r.error());
       return kUsageOrIoError;
     }
-    fmt::print("{}\n", target.string());
+    fmt::print("{}\n", terminal_safe(target.string()));
   }
   return kOk;
 }
@@ -85,6 +113,7 @@ int run_extract(const ExtractArgs& args) {
 Runner register_extract(CLI::App& app) {
   auto args = std::make_shared<ExtractArgs>();
   CLI::App* cmd = app.add_subcommand("extract", "Write tensors as NumPy .npy files (shape: ggml's reversed)");
+  add_force_flag(*cmd, args->force);
   cmd->add_option("file", args->file, "GGUF file (or the first shard of a split model)")->required();
   cmd->add_option("tensors", args->tensors, "Tensors to extract (default: all)");
   cmd->add_option("-o,--output", args->out, "Output .npy file (one tensor) or directory")->required();

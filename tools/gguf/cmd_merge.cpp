@@ -13,6 +13,7 @@ namespace gguf_cli {
 namespace {
 
 struct MergeArgs {
+  bool force = false;  // --force: replace an existing output
   std::string first, output;
   bool dry_run = false;
   bool json = false;
@@ -44,12 +45,8 @@ int run_merge(const MergeArgs& args) {
     fmt::print(stderr, "gguf: merge: {} is not a split model (it has no split.count)\n", args.first);
     return kUsageOrIoError;
   }
-  for (const auto& p : model->paths()) {
-    std::error_code ec;
-    if (std::filesystem::equivalent(p, args.output, ec)) {
-      fmt::print(stderr, "gguf: merge: the output would overwrite the input {}\n", p.string());
-      return kUsageOrIoError;
-    }
+  if (!outputs_allowed({args.output}, {.overwrite = args.force, .inputs = {model->paths().begin(), model->paths().end()}})) {
+    return kUsageOrIoError;
   }
   auto builder = ggufkit::merge_builder(*model);
   if (!builder) {
@@ -72,6 +69,7 @@ int run_merge(const MergeArgs& args) {
     }
   } else {
     ggufkit::WriteOptions options;
+    options.output.overwrite = args.force;
     options.progress = [](size_t done, size_t all) {
       if (done == all || done % 64 == 0) fmt::print(stderr, "[{}/{}] tensors written\n", done, all);
     };
@@ -83,8 +81,7 @@ int run_merge(const MergeArgs& args) {
     }
     out = args.json ? merge_json(*model, args.output, out_bytes) : args.output + "\n";
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+  return write_result(out);
 }
 
 }  // namespace
@@ -92,6 +89,7 @@ int run_merge(const MergeArgs& args) {
 Runner register_merge(CLI::App& app) {
   auto args = std::make_shared<MergeArgs>();
   CLI::App* cmd = app.add_subcommand("merge", "Merge a split model into one file (checks every shard first)");
+  add_force_flag(*cmd, args->force);
   cmd->add_option("first_shard", args->first, "The first shard, PREFIX-00001-of-0000N.gguf")->required();
   cmd->add_option("output", args->output, "GGUF file to write (never one of the shards)")->required();
   cmd->add_flag("--dry-run", args->dry_run, "Check the shards and print what would be written; write nothing");

@@ -18,6 +18,7 @@ namespace gguf_cli {
 namespace {
 
 struct QuantizeArgs {
+  bool force = false;  // --force: replace an existing output
   std::string input, output, type;
   bool pure = false;
   bool dry_run = false;
@@ -129,6 +130,7 @@ int run_quantize(const QuantizeArgs& args) {
   options.file_type = *file_type;
   options.pure = args.pure;
   options.threads = ggufkit::Threads{args.threads};
+  options.output.overwrite = args.force;
   options.cancel = &interrupt_flag();
   auto plan = ggufkit::plan_quantize(*input, options);
   if (!plan) {
@@ -136,18 +138,12 @@ int run_quantize(const QuantizeArgs& args) {
     return kUsageOrIoError;
   }
   const auto outputs = ggufkit::quantize_output_paths(*plan, args.output, options);
-  for (const auto& out : outputs) {
-    for (const auto& shard : input->paths()) {
-      std::error_code ec;
-      if (std::filesystem::equivalent(shard, out, ec)) {
-        fmt::print(stderr, "gguf: quantize: the output would overwrite the input {}\n", shard.string());
-        return kUsageOrIoError;
-      }
-    }
-  }
+  ggufkit::OutputPolicy policy = options.output;
+  policy.inputs.assign(input->paths().begin(), input->paths().end());
+  if (!outputs_allowed(outputs, policy)) return kUsageOrIoError;
   if (args.dry_run) {
     for (const auto& p : plan->tensors) {
-      fmt::print("{:<40} {:>8} -> {:<8} {}\n", p.tensor->name, ggufkit::type_name(p.tensor->type),
+      fmt::print("{:<40} {:>8} -> {:<8} {}\n", terminal_safe(p.tensor->name), ggufkit::type_name(p.tensor->type),
                  ggufkit::type_name(p.target), p.convert ? p.note : "copied");
     }
     for (const auto& o : options.metadata_overrides) fmt::print("metadata: {} set\n", o.key);
@@ -161,7 +157,7 @@ int run_quantize(const QuantizeArgs& args) {
     if (!args.allow_requantize) {
       for (const auto& p : plan->tensors) {
         if (p.convert && ggufkit::type_traits(p.tensor->type).quantized) {
-          fmt::print("{} is already quantized: quantizing needs --allow-requantize\n", p.tensor->name);
+          fmt::print("{} is already quantized: quantizing needs --allow-requantize\n", terminal_safe(p.tensor->name));
         }
       }
     }
@@ -189,6 +185,7 @@ int run_quantize(const QuantizeArgs& args) {
 Runner register_quantize(CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   CLI::App* cmd = app.add_subcommand("quantize", "Quantize a model as llama-quantize does (byte-identical output)");
+  add_force_flag(*cmd, args->force);
   cmd->add_option("input", args->input, "GGUF model to read")->required();
   cmd->add_option("output", args->output, "GGUF file to write (never the input)")->required();
   cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...) or a file type (Q4_K_M)")

@@ -13,6 +13,7 @@ namespace gguf_cli {
 namespace {
 
 struct SplitArgs {
+  bool force = false;  // --force: replace an existing output
   std::string input, prefix, max_size;
   uint64_t max_tensors = 0;
   bool dry_run = false;
@@ -79,12 +80,15 @@ int run_split(const SplitArgs& args) {
     report_error(args.input, plan.error());
     return kUsageOrIoError;
   }
+  std::vector<std::filesystem::path> shards;
+  for (const auto& s : plan->shards) shards.emplace_back(s.path);
+  if (!outputs_allowed(shards, {.overwrite = args.force, .inputs = {args.input}})) return kUsageOrIoError;
   if (args.dry_run) {
     const std::string out = args.json ? plan_json(args.input, *input, *plan) : plan_text(*input, *plan);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+    return write_result(out);
   }
   ggufkit::SplitWriteOptions options;
+  options.output.overwrite = args.force;
   options.input_path = args.input;
   options.progress = [](size_t done, size_t all, const std::string& path) {
     fmt::print(stderr, "[{}/{}] {}\n", done, all, path);
@@ -99,8 +103,7 @@ int run_split(const SplitArgs& args) {
   } else {
     for (const auto& s : plan->shards) out += s.path + "\n";
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? kOk : kUsageOrIoError;
+  return write_result(out);
 }
 
 }  // namespace
@@ -108,6 +111,7 @@ int run_split(const SplitArgs& args) {
 Runner register_split(CLI::App& app) {
   auto args = std::make_shared<SplitArgs>();
   CLI::App* cmd = app.add_subcommand("split", "Split a model into shards llama.cpp loads as one (llama-gguf-split)");
+  add_force_flag(*cmd, args->force);
   cmd->add_option("input", args->input, "GGUF model to split")->required();
   cmd->add_option("prefix", args->prefix, "Shards are written as PREFIX-00001-of-0000N.gguf ...")->required();
   auto* size = cmd->add_option("--max-size", args->max_size,

@@ -24,4 +24,10 @@ Runner register_hash(CLI::App& app);
 Runner register_convert(CLI::App& app);
 Runner register_completion(CLI::App& app);
 
+// --force, the same for every verb that writes a file: without it an existing output is refused.
+// An input, a directory, a device or a FIFO is never replaced (ggufkit::OutputPolicy).
+inline CLI::Option* add_force_flag(CLI::App& cmd, bool& force) {
+  return cmd.add_flag("--force,-f", force, "Replace the output if it exists (never an input, directory or device)");
+}
+
 }  // namespace gguf_cli

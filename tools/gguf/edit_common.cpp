@@ -1,5 +1,7 @@
 #include "edit_common.h"
 
+#include "commands.h"
+
 #include <chrono>
 #include <filesystem>
 
@@ -29,20 +31,20 @@ std::string type_label(const ValueView& value) {
 void print_changes(const ggufkit::EditPlan& plan) {
   for (const auto& c : plan.changes) {
     if (c.renamed_from) {
-      fmt::print("rename {} -> {}\n", *c.renamed_from, c.key);
+      fmt::print("rename {} -> {}\n", terminal_safe(*c.renamed_from), terminal_safe(c.key));
     } else if (!c.after) {
       // A key renamed away is reported by its new name.
       bool renamed = false;
       for (const auto& other : plan.changes) renamed |= other.renamed_from && *other.renamed_from == c.key;
-      if (!renamed) fmt::print("remove {} (was {})\n", c.key, display(c.before->view()));
+      if (!renamed) fmt::print("remove {} (was {})\n", terminal_safe(c.key), display(c.before->view()));
     } else if (!c.before) {
-      fmt::print("add {} = {} ({})\n", c.key, display(c.after->view()), type_label(c.after->view()));
+      fmt::print("add {} = {} ({})\n", terminal_safe(c.key), display(c.after->view()), type_label(c.after->view()));
     } else if (c.before->type() != c.after->type()) {
-      fmt::print("set {}: {} ({}) -> {} ({})\n", c.key, display(c.before->view()), type_label(c.before->view()),
+      fmt::print("set {}: {} ({}) -> {} ({})\n", terminal_safe(c.key), display(c.before->view()), type_label(c.before->view()),
                  display(c.after->view()), type_label(c.after->view()));
     } else {
       const bool same = std::ranges::equal(c.before->encoded(), c.after->encoded());
-      fmt::print("set {}: {} -> {}{}\n", c.key, display(c.before->view()), display(c.after->view()),
+      fmt::print("set {}: {} -> {}{}\n", terminal_safe(c.key), display(c.before->view()), display(c.after->view()),
                  same ? " (unchanged)" : "");
     }
   }
@@ -52,6 +54,7 @@ void print_changes(const ggufkit::EditPlan& plan) {
 
 void add_edit_options(CLI::App& cmd, EditTarget& target) {
   cmd.add_option("-o,--output", target.output, "Write the edited model to this file; FILE is left as it is");
+  add_force_flag(cmd, target.force);
   cmd.add_flag("--dry-run", target.dry_run, "Show what would change and how it would be written; write nothing");
   cmd.add_flag("--rewrite", target.rewrite, "Always write a new file and rename it into place, never in place");
   cmd.add_flag("--no-sync", target.no_sync,
@@ -89,6 +92,9 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
     report_error(target.file, plan.error());
     return kUsageOrIoError;
   }
+  if (to_other && !outputs_allowed({target.output}, {.overwrite = target.force, .inputs = {target.file}})) {
+    return kUsageOrIoError;
+  }
   print_changes(*plan);
   const std::string destination = to_other ? target.output : target.file;
   std::string how;
@@ -106,6 +112,7 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
   }
   ggufkit::ApplyOptions apply;
   apply.sync = !target.no_sync;
+  apply.output.overwrite = target.force;
   const auto start = std::chrono::steady_clock::now();
   auto last = start;
   apply.progress = [&](uint64_t done, uint64_t all) {

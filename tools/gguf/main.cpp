@@ -52,17 +52,22 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return gguf_cli::finish_output(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return gguf_cli::finish_output(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return gguf_cli::finish_output(app.exit(e));
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return gguf_cli::kUsageOrIoError;
   }
   for (auto& [sub, run] : runners) {
-    if (sub->parsed()) return run();
+    if (!sub->parsed()) continue;
+    try {
+      return gguf_cli::finish_output(run());
+    } catch (const std::system_error& e) {  // {fmt} throws when stdout refuses a write
+      return gguf_cli::output_failed(e.code().value());
+    }
   }
   return gguf_cli::kUsageOrIoError;
 }

@@ -8,13 +8,15 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 
 namespace gguf_cli {
 
 void report_error(std::string_view file, const ggufkit::Error& error) {
   // The library's file when it names one (a shard of a split model, a checkpoint's JSON file).
   const std::string_view shown = error.file.empty() ? file : std::string_view(error.file);
-  fmt::print(stderr, "gguf: {}: {} [{}]\n", shown, error.describe(), ggufkit::error_code_name(error.code));
+  fmt::print(stderr, "gguf: {}: {} [{}]\n", terminal_safe(shown), terminal_safe(error.describe()),
+             ggufkit::error_code_name(error.code));
 }
 
 std::optional<ggufkit::GgufFile> open_or_report(const std::string& path) {
@@ -53,7 +55,7 @@ void LongRun::tensor_done(size_t done, size_t all, std::string_view name, std::s
                               : 1.0;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
-  fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left, name, type);
+  fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left, terminal_safe(name), type);
 }
 
 int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const {
@@ -95,12 +97,37 @@ std::string value_text(const ggufkit::ValueView& v, const ValueTextLimits& limit
   return out;
 }
 
+bool outputs_allowed(const std::vector<std::filesystem::path>& outputs, const ggufkit::OutputPolicy& policy) {
+  for (const auto& out : outputs) {
+    if (auto r = ggufkit::AtomicFile::check(out, policy); !r) {
+      report_error(out.string(), r.error());
+      return false;
+    }
+  }
+  return true;
+}
+
+int output_failed(int err) {
+  // A reader that went away (`| head`) has all it wanted: no message.
+  if (err != EPIPE) fmt::print(stderr, "gguf: cannot write the output: {}\n", err != 0 ? std::strerror(err) : "write error");
+  std::clearerr(stdout);  // reported once: finish_output does not report it again
+  return kUsageOrIoError;
+}
+
 int write_result(std::string_view text) {
   errno = 0;
   if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0) return kOk;
-  const int err = errno;
-  fmt::print(stderr, "gguf: cannot write the output: {}\n", err != 0 ? std::strerror(err) : "write error");
-  return kUsageOrIoError;
+  return output_failed(errno);
+}
+
+int finish_output(int status) {
+  // What is still buffered is written now, and the reason of a failure is the errno of this flush.
+  errno = 0;
+  std::cout.flush();
+  int err = errno;
+  if (std::fflush(stdout) != 0 && err == 0) err = errno;
+  if (!std::ferror(stdout) && std::cout.good()) return status;
+  return output_failed(err);
 }
 
 std::string plural(uint64_t n, std::string_view one, std::string_view many) {
@@ -130,27 +157,68 @@ std::string human_count(uint64_t n) {
   return fmt::format("{:.2f}{}", v, kUnits[unit]);
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at s[i] and its code point; 0 when the bytes there are
+// not one (a stray continuation byte, a truncated or overlong sequence, a surrogate).
+size_t utf8_sequence(std::string_view s, size_t i, char32_t& cp) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  size_t n = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  cp = n == 1 ? b0 : n == 2 ? (b0 & 0x1F) : n == 3 ? (b0 & 0x0F) : (b0 & 0x07);
+  for (size_t k = 1; k < n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+// Characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the
+// bidirectional controls that reorder what follows (a name could otherwise hide or forge text).
+bool is_terminal_control(char32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
 std::string shorten_for_display(std::string_view s, size_t max) {
   std::string out;
   size_t shown = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
+  for (size_t i = 0; i < s.size();) {
     if (shown >= max) {
       out += "…";
       break;
     }
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      out += fmt::format("\\x{:02x}", c);
+    char32_t cp = 0;
+    const size_t n = utf8_sequence(s, i, cp);
+    if (n == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));  // not UTF-8: the byte
+      i += 1;
     } else {
-      out += static_cast<char>(c);
+      if (cp == '\n') {
+        out += "\\n";
+      } else if (cp == '\t') {
+        out += "\\t";
+      } else if (cp == '\r') {
+        out += "\\r";
+      } else if (cp < 0x80 && is_terminal_control(cp)) {
+        out += fmt::format("\\x{:02x}", static_cast<unsigned>(cp));
+      } else if (is_terminal_control(cp)) {
+        out += fmt::format("\\u{{{:04x}}}", static_cast<unsigned>(cp));
+      } else {
+        out.append(s.substr(i, n));
+      }
+      i += n;
     }
-    if ((c & 0xC0) != 0x80) ++shown;  // count characters, not continuation bytes
+    ++shown;
   }
   return out;
 }
+
+std::string terminal_safe(std::string_view s) { return shorten_for_display(s, SIZE_MAX); }
 
 }  // namespace gguf_cli

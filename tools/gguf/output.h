@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ggufkit/atomic_file.h"
 #include "ggufkit/error.h"
 #include "ggufkit/reader.h"
 
@@ -25,9 +27,18 @@ void report_error(std::string_view file, const ggufkit::Error& error);
 // Opens a file, reporting any error; nullopt when it could not be read.
 std::optional<ggufkit::GgufFile> open_or_report(const std::string& path);
 
+// Whether every output may be written under `policy` (AtomicFile::check); reports the first that
+// may not. Verbs call it before any work, dry runs included, so that a refusal comes first.
+bool outputs_allowed(const std::vector<std::filesystem::path>& outputs, const ggufkit::OutputPolicy& policy);
+
 // Writes a verb's whole result to stdout and flushes it: kOk, or kUsageOrIoError with one line on
 // stderr when stdout cannot take it (a full disk, a closed pipe).
 int write_result(std::string_view text);
+// The verb's exit status once everything it printed has reached stdout: `status`, or kUsageOrIoError
+// with one line on stderr when some output could not be written (main calls it after every verb).
+int finish_output(int status);
+// Reports that stdout failed with `err` (nothing for a closed pipe) and returns kUsageOrIoError.
+int output_failed(int err);
 
 // Long verbs (quantize, convert): SIGINT and SIGTERM set interrupt_flag() instead of killing the
 // process, so that the library can stop and remove its temporary file; the verb then exits 130.
@@ -77,7 +88,12 @@ std::string plural(uint64_t n, std::string_view one, std::string_view many);
 std::string human_bytes(uint64_t bytes);
 // 5123456 -> "5.12M"
 std::string human_count(uint64_t n);
-// Shortens s to at most max characters (UTF-8 aware enough for display), escaping control bytes.
+// Text from a file made safe for a terminal, shortened to at most `max` characters ("…" after):
+// newline, tab and CR as \n \t \r, other C0 controls and DEL as \xNN, C1 controls and the
+// bidirectional controls (U+061C, U+200E/F, U+202A-E, U+2066-9) as \u{NNNN}, and bytes that are
+// not UTF-8 as \xNN. Every human-readable output passes file contents through it.
 std::string shorten_for_display(std::string_view s, size_t max);
+// shorten_for_display without a limit.
+std::string terminal_safe(std::string_view s);
 
 }  // namespace gguf_cli

@@ -3,10 +3,13 @@
 
 #include <vector>
 
+#include "output.h"
+
 namespace gguf_cli {
 namespace {
 
-// Lines for people; objects and arrays only structure the JSON.
+// Lines for people; objects and arrays only structure the JSON. Every piece of text is made safe
+// for a terminal (terminal_safe): a key or tensor name cannot move the cursor or forge a line.
 class TextPrinter final : public Printer {
  public:
   explicit TextPrinter(std::string& out) : out_(out) {}
@@ -20,7 +23,7 @@ class TextPrinter final : public Printer {
   Printer& begin_line(std::string_view label) override {
     in_line_ = true;
     line_has_text_ = false;
-    line_.assign(label);
+    line_ = terminal_safe(label);
     return *this;
   }
   Printer& end_line() override {
@@ -35,19 +38,19 @@ class TextPrinter final : public Printer {
                       std::optional<std::string_view> text) override {
     if (!text) return *this;
     if (in_line_) {
-      line_ += *text;
+      line_ += terminal_safe(*text);
       line_has_text_ = true;
     } else {
-      out_ += *text;
+      out_ += terminal_safe(*text);
       out_ += '\n';
     }
     return *this;
   }
   Printer& text(std::string_view s) override {
     if (in_line_) {
-      line_ += s;
+      line_ += terminal_safe(s);
     } else {
-      out_ += s;
+      out_ += terminal_safe(s);
       out_ += '\n';
     }
     return *this;
