@@ -75,7 +75,9 @@ std::string drain(int fd) {
 }
 }  // namespace
 
-CommandResult run_gguf(const std::vector<std::string>& args) {
+CommandResult run_gguf(const std::vector<std::string>& args) { return run_gguf_with_stdout(args, {}); }
+
+CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const std::string& stdout_path) {
   // stdout and stderr go to temporary files so that large outputs cannot deadlock a pipe.
   const auto dir = std::filesystem::temp_directory_path();
   std::string out_path = (dir / "ggufkit-run-out-XXXXXX").string();
@@ -91,7 +93,7 @@ CommandResult run_gguf(const std::vector<std::string>& args) {
   if (pid == 0) {
     const int devnull = ::open("/dev/null", O_RDONLY);
     ::dup2(devnull, 0);
-    ::dup2(out_fd, 1);
+    ::dup2(stdout_path.empty() ? out_fd : ::open(stdout_path.c_str(), O_WRONLY | O_CLOEXEC), 1);
     ::dup2(err_fd, 2);
     ::execv(argv[0], argv.data());
     ::_exit(127);

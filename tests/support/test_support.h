@@ -31,6 +31,9 @@ struct CommandResult {
 };
 // Runs build/gguf with the given arguments (no shell), capturing stdout and stderr.
 CommandResult run_gguf(const std::vector<std::string>& args);
+// The same with stdout opened on `stdout_path` (/dev/full, a FIFO...) instead of captured; `out`
+// is then empty.
+CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const std::string& stdout_path);
 
 // llama.cpp through node-llama-cpp's JavaScript API: the node scripts under tests/ take the
 // oracle's node_modules directory first, then their own arguments.

@@ -1,0 +1,271 @@
+// The CLI never loses data and never fails silently: outputs that would replace an input, a
+// directory, a device or (without --force) an existing file are refused before any work; stdout on
+// a full disk is an error with one line; a FIFO input is refused without blocking; a split is
+// written as a set; file contents cannot reach the terminal as control characters. Each case
+// asserts the exit status, both streams and what is left on disk.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ggufkit/ggufkit.h"
+#include "test_support.h"
+#include "tiny_checkpoint.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ggufkit::test::CommandResult;
+using ggufkit::test::run_gguf;
+using ggufkit::test::run_gguf_with_stdout;
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+std::string refusal(const fs::path& out, const std::string& message, const char* code) {
+  return "gguf: " + out.string() + ": " + message + " [" + code + "]\n";
+}
+
+class CliSafety : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ggufkit::test::temp_dir("cli-safety");
+    model_ = dir_ / "model.gguf";
+    fs::copy_file(ggufkit::test::sample_model(), model_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_, model_;
+};
+
+// Every verb that writes a file refuses an existing output without --force (before any work: no
+// progress, nothing on stdout, the file untouched) and replaces it with --force.
+TEST_F(CliSafety, AnExistingOutputNeedsForce) {
+  const fs::path out = dir_ / "out.gguf";
+  const auto shard1 = dir_ / "s-00001-of-00003.gguf";
+  ASSERT_EQ(run_gguf({"split", model_.string(), (dir_ / "s").string(), "--max-tensors", "8"}).exit_code, 0);
+  const fs::path npy = dir_ / "t.npy";
+  const std::vector<std::pair<std::vector<std::string>, fs::path>> verbs = {
+      {{"quantize", model_.string(), out.string(), "q8_0"}, out},
+      {{"convert-endian", model_.string(), out.string(), "--to", "big"}, out},
+      {{"merge", shard1.string(), out.string()}, out},
+      {{"set", model_.string(), "general.name", "x", "-o", out.string()}, out},
+      {{"extract", model_.string(), "token_embd.weight", "-o", npy.string()}, npy},
+      {{"split", model_.string(), (dir_ / "s").string(), "--max-tensors", "8"}, shard1},
+  };
+  for (const auto& [args, target] : verbs) {
+    SCOPED_TRACE(args[0]);
+    std::ofstream(target, std::ios::binary | std::ios::trunc) << "keep me";
+    const CommandResult r = run_gguf(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, refusal(target, "already exists (--force replaces it)", "output_exists"));
+    EXPECT_EQ(fs::file_size(target), 7u);
+    std::vector<std::string> forced = args;
+    forced.push_back("--force");
+    const CommandResult f = run_gguf(forced);
+    EXPECT_EQ(f.exit_code, 0) << f.err;
+    EXPECT_GT(fs::file_size(target), 7u);
+  }
+}
+
+// An output that is an input is refused even with --force: the model itself (extract -o FILE), and
+// a checkpoint's own files (convert DIR DIR/config.json).
+TEST_F(CliSafety, AnInputIsNeverAnOutput) {
+  const auto before = ggufkit::test::read_bytes(model_);
+  CommandResult r = run_gguf({"extract", model_.string(), "token_embd.weight", "-o", model_.string(), "--force"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, refusal(model_, "is an input of this command: refusing to overwrite it", "output_is_input"));
+  EXPECT_EQ(ggufkit::test::read_bytes(model_), before);
+
+  ggufkit::test::TinyLlamaConfig config;
+  config.vocab_size = 256;
+  const fs::path ckpt = dir_ / "ckpt";
+  ASSERT_EQ(ggufkit::test::write_checkpoint(ggufkit::test::make_tiny_llama(config), ckpt, {}), "");
+  for (const char* name : {"config.json", "model.safetensors"}) {
+    SCOPED_TRACE(name);
+    const auto input_before = ggufkit::test::read_bytes(ckpt / name);
+    r = run_gguf({"convert", ckpt.string(), (ckpt / name).string(), "--no-tokenizer", "--force"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, refusal(ckpt / name, "is an input of this command: refusing to overwrite it", "output_is_input"));
+    EXPECT_EQ(ggufkit::test::read_bytes(ckpt / name), input_before);
+  }
+  // A GGUF in the checkpoint directory is not an input: converting again replaces it with --force.
+  r = run_gguf({"convert", ckpt.string(), (ckpt / "model.gguf").string(), "--no-tokenizer"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_gguf({"convert", ckpt.string(), (ckpt / "model.gguf").string(), "--no-tokenizer", "--force"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A directory or a FIFO under the output's name is refused before any work, --force or not.
+TEST_F(CliSafety, AnOutputThatIsNotARegularFileIsRefused) {
+  fs::create_directory(dir_ / "a-dir");
+  ASSERT_EQ(::mkfifo((dir_ / "a-fifo").c_str(), 0644), 0);
+  for (const auto& [name, kind] : std::vector<std::pair<std::string, std::string>>{{"a-dir", "a directory"}, {"a-fifo", "a FIFO"}}) {
+    SCOPED_TRACE(name);
+    const fs::path out = dir_ / name;
+    const CommandResult r = run_gguf({"quantize", model_.string(), out.string(), "q8_0", "--force"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, refusal(out, "is " + kind + ": refusing to replace it with a file", "output_not_regular"));
+  }
+  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"model.gguf", "a-dir", "a-fifo"}));
+}
+
+// Results to a full disk: exit 2 and one line naming the reason, for every verb that prints.
+TEST_F(CliSafety, AFullDiskOnStdoutIsAnError) {
+  ASSERT_TRUE(fs::exists("/dev/full"));
+  const std::string m = model_.string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"info", m},
+      {"info", "--json", m},
+      {"dump", m},
+      {"dump", "--json", m},
+      {"get", m, "general.name"},
+      {"check", m},
+      {"check", "--json", m},
+      {"hash", m},
+      {"hash", "--json", m},
+      {"diff", m, m},
+      {"split", "--dry-run", "--max-tensors", "8", m, (dir_ / "s").string()},
+      {"quantize", "--dry-run", m, (dir_ / "q.gguf").string(), "q8_0"},
+      {"convert-endian", "--dry-run", m, (dir_ / "be.gguf").string(), "--to", "big"},
+      {"set", "--dry-run", m, "general.name", "x"},
+      {"extract", m, "token_embd.weight", "-o", (dir_ / "t.npy").string()},
+      {"--help"},
+      {"info", "--help"},
+  };
+  for (const auto& args : commands) {
+    SCOPED_TRACE(args[0] + (args.size() > 1 ? " " + args[1] : ""));
+    const CommandResult r = run_gguf_with_stdout(args, "/dev/full");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "gguf: cannot write the output: No space left on device\n");
+  }
+}
+
+// A closed pipe (`| head`) ends the verb without a message (the output is larger than a pipe holds).
+TEST_F(CliSafety, AClosedPipeEndsQuietly) {
+  ggufkit::GgufBuilder b;
+  ASSERT_TRUE(b.set("general.architecture", ggufkit::MetadataValue::string("llama")));
+  ASSERT_TRUE(b.set("big.text", ggufkit::MetadataValue::string(std::string(size_t{4} << 20, 'x'))));
+  const fs::path big = dir_ / "big.gguf";
+  ASSERT_TRUE(b.write_file(big, {.sync = false, .progress = {}}));
+  const fs::path err = dir_ / "err.txt", status = dir_ / "status.txt";
+  const std::string script = "set -o pipefail; '" + std::string(GGUFKIT_CLI_PATH) + "' dump --full '" + big.string() +
+                             "' 2>'" + err.string() + "' | head -c 1 >/dev/null; echo $? >'" + status.string() + "'";
+  const fs::path script_file = dir_ / "pipe.sh";
+  std::ofstream(script_file) << script << "\n";
+  ASSERT_EQ(std::system(("bash '" + script_file.string() + "'").c_str()), 0);
+  std::ifstream in(status);
+  int code = -1;
+  in >> code;
+  EXPECT_TRUE(code == 141 || code == 2) << code << " " << script;  // killed by SIGPIPE, or EPIPE seen
+  EXPECT_EQ(fs::file_size(err), 0u);
+}
+
+// A FIFO as input is refused at once (no writer is ever waited for); a helper thread opens it after
+// a few seconds so that a regression fails instead of hanging the suite.
+TEST_F(CliSafety, AFifoInputIsRefusedWithoutBlocking) {
+  const fs::path fifo = dir_ / "input.gguf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  std::promise<void> done;
+  std::thread unblock([&, finished = done.get_future()] {
+    if (finished.wait_for(std::chrono::seconds(5)) == std::future_status::ready) return;
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  for (const char* verb : {"info", "dump", "check", "hash"}) {
+    SCOPED_TRACE(verb);
+    const CommandResult r = run_gguf({verb, fifo.string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, refusal(fifo, "a FIFO, not a regular file", "io_error"));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  done.set_value();
+  unblock.join();
+}
+
+// split writes its shards as a set: when one shard is refused, none is written.
+TEST_F(CliSafety, SplitWritesAllShardsOrNone) {
+  fs::create_directory(dir_ / "s-00002-of-00003.gguf");
+  const CommandResult r = run_gguf({"split", model_.string(), (dir_ / "s").string(), "--max-tensors", "8", "--force"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, refusal(dir_ / "s-00002-of-00003.gguf", "is a directory: refusing to replace it with a file",
+                           "output_not_regular"));
+  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"model.gguf", "s-00002-of-00003.gguf"}));
+}
+
+// A model whose names hold terminal controls: no output of any verb carries a control byte other
+// than the newlines of its lines, and extract's file names are made safe.
+TEST_F(CliSafety, FileContentsCannotControlTheTerminal) {
+  const std::string evil_tensor = "a\x1b[2J\rFAKE: all OK\xe2\x80\xae";  // ESC, CR, RIGHT-TO-LEFT OVERRIDE
+  const std::string evil_arch = "llama\x1b]0;pwned\x07\xc2\x9b";         // OSC ... BEL, C1 CSI
+  ggufkit::GgufBuilder b;
+  ASSERT_TRUE(b.set("general.architecture", ggufkit::MetadataValue::string(evil_arch)));
+  ASSERT_TRUE(b.set("evil.\x1b[31mkey", ggufkit::MetadataValue::string("v\nFAKE line")));
+  const int64_t shape[] = {32};
+  ASSERT_TRUE(b.add_tensor(evil_tensor, ggufkit::TensorType::F32, shape, std::vector<std::byte>(128)));
+  ASSERT_TRUE(b.add_tensor("b/c", ggufkit::TensorType::F32, shape, std::vector<std::byte>(128)));
+  const fs::path evil = dir_ / "evil.gguf";
+  ASSERT_TRUE(b.write_file(evil, {.sync = false, .progress = {}}));
+  const auto clean = [](const std::string& s) {
+    return std::none_of(s.begin(), s.end(), [](char c) {
+      const auto u = static_cast<unsigned char>(c);
+      return (u < 0x20 && u != '\n') || u == 0x7f;
+    }) && s.find("\xc2\x9b") == std::string::npos && s.find("\xe2\x80\xae") == std::string::npos;
+  };
+  const fs::path out_dir = dir_ / "npy";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"info", evil.string()}, {"dump", evil.string()}, {"check", evil.string()},
+        {"quantize", "--dry-run", evil.string(), (dir_ / "q.gguf").string(), "q8_0"},
+        {"set", "--dry-run", evil.string(), "evil.\x1b[31mkey", "x"},
+        {"extract", evil.string(), "-o", out_dir.string()}}) {
+    SCOPED_TRACE(args[0]);
+    const CommandResult r = run_gguf(args);
+    EXPECT_NE(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(clean(r.out)) << r.out;
+    EXPECT_TRUE(clean(r.err)) << r.err;
+  }
+  EXPECT_EQ(names_in(out_dir), (std::set<std::string>{"a_[2J_FAKE: all OK_.npy", "b_c.npy"}));
+  const CommandResult info = run_gguf({"info", evil.string()});
+  EXPECT_NE(info.out.find("  architecture  llama\\x1b]0;pwned\\x07\\u{009b}\n"), std::string::npos) << info.out;
+}
+
+// Two tensors whose names map to one file: refused before anything is written.
+TEST_F(CliSafety, ExtractRefusesTwoTensorsForOneFile) {
+  ggufkit::GgufBuilder b;
+  ASSERT_TRUE(b.set("general.architecture", ggufkit::MetadataValue::string("llama")));
+  const int64_t shape[] = {32};
+  ASSERT_TRUE(b.add_tensor("a/b", ggufkit::TensorType::F32, shape, std::vector<std::byte>(128)));
+  ASSERT_TRUE(b.add_tensor("a_b", ggufkit::TensorType::F32, shape, std::vector<std::byte>(128)));
+  const fs::path file = dir_ / "clash.gguf";
+  ASSERT_TRUE(b.write_file(file, {.sync = false, .progress = {}}));
+  const fs::path out = dir_ / "npy";
+  const CommandResult r = run_gguf({"extract", file.string(), "-o", out.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "gguf: " + file.string() + ": the tensors 'a/b' and 'a_b' would both be written to " +
+                       (out / "a_b.npy").string() + ": extract one of them with -o FILE\n");
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
+}  // namespace

@@ -1,0 +1,185 @@
+// AtomicFile and OutputPolicy (sink.h): what a file output may replace, checked before a byte is
+// written, and what a replaced file keeps. Each refusal is asserted whole: code, file, message, no
+// offset, and the directory left exactly as it was.
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "ggufkit/atomic_file.h"
+#include "test_support.h"
+
+namespace ggufkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+void write_text(const fs::path& p, std::string_view text) {
+  std::vector<std::byte> bytes(text.size());
+  std::transform(text.begin(), text.end(), bytes.begin(), [](char c) { return std::byte(static_cast<unsigned char>(c)); });
+  test::write_bytes(p, bytes);
+}
+
+std::string read_text(const fs::path& p) {
+  const auto bytes = test::read_bytes(p);
+  std::string s(bytes.size(), '\0');
+  std::transform(bytes.begin(), bytes.end(), s.begin(), [](std::byte b) { return static_cast<char>(b); });
+  return s;
+}
+
+Expected<void> write_whole(const fs::path& target, std::string_view text, const OutputPolicy& policy = {}) {
+  auto f = AtomicFile::create(target, policy);
+  if (!f) return std::move(f).error();
+  if (auto r = (*f)->write(std::as_bytes(std::span(text.data(), text.size()))); !r) return r;
+  return (*f)->commit(false);
+}
+
+void expect_refused(const Expected<void>& r, ErrorCode code, const fs::path& file, const std::string& message) {
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, code) << r.error().describe();
+  EXPECT_EQ(r.error().file, file.string());
+  EXPECT_EQ(r.error().message, message);
+  EXPECT_FALSE(r.error().offset);
+}
+
+class OutputPolicyTest : public testing::Test {
+ protected:
+  void SetUp() override { dir_ = test::temp_dir("atomic-file"); }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(OutputPolicyTest, NeverReplacesWhatIsNotARegularFile) {
+  fs::create_directory(dir_ / "a-dir");
+  ASSERT_EQ(::mkfifo((dir_ / "a-fifo").c_str(), 0644), 0);
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock_path = (dir_ / "a-socket").string();
+  ASSERT_LT(sock_path.size(), sizeof(addr.sun_path));
+  std::copy(sock_path.begin(), sock_path.end(), addr.sun_path);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"a-dir", "a directory"}, {"a-fifo", "a FIFO"}, {"a-socket", "a socket"}};
+  // A character device (what /dev/full is): only root can make one.
+  if (::geteuid() == 0 && ::mknod((dir_ / "a-device").c_str(), S_IFCHR | 0644, makedev(1, 3)) == 0) {
+    cases.emplace_back("a-device", "a character device");
+  }
+  const auto before = names_in(dir_);
+  for (const auto& [name, kind] : cases) {
+    SCOPED_TRACE(name);
+    expect_refused(write_whole(dir_ / name, "x"), ErrorCode::output_not_regular, dir_ / name,
+                   "is " + kind + ": refusing to replace it with a file");
+    // Through a link too, and --force changes nothing.
+    fs::create_symlink(name, dir_ / ("link-to-" + name));
+    expect_refused(write_whole(dir_ / ("link-to-" + name), "x", {.overwrite = true, .inputs = {}}),
+                   ErrorCode::output_not_regular, dir_ / ("link-to-" + name),
+                   "is " + kind + ": refusing to replace it with a file");
+    fs::remove(dir_ / ("link-to-" + name));
+  }
+  EXPECT_EQ(names_in(dir_), before);  // no temporary file left
+  ::close(sock);
+}
+
+TEST_F(OutputPolicyTest, AnExistingFileOnlyWhenAllowed) {
+  const fs::path out = dir_ / "out.bin";
+  write_text(out, "old");
+  expect_refused(write_whole(out, "new", {.overwrite = false, .inputs = {}}), ErrorCode::output_exists, out,
+                 "already exists (--force replaces it)");
+  EXPECT_EQ(read_text(out), "old");
+  EXPECT_TRUE(AtomicFile::check(dir_ / "absent.bin", {.overwrite = false, .inputs = {}}));
+  ASSERT_TRUE(write_whole(out, "new", {.overwrite = true, .inputs = {}}));
+  EXPECT_EQ(read_text(out), "new");
+  EXPECT_EQ(names_in(dir_), std::set<std::string>{"out.bin"});
+}
+
+TEST_F(OutputPolicyTest, NeverAnInputByAnyName) {
+  const fs::path input = dir_ / "model.gguf";
+  write_text(input, "model");
+  fs::create_hard_link(input, dir_ / "hard.gguf");
+  fs::create_symlink("model.gguf", dir_ / "soft.gguf");
+  fs::create_directory(dir_ / "sub");
+  for (const fs::path& out : {input, dir_ / "hard.gguf", dir_ / "soft.gguf", dir_ / "sub" / ".." / "model.gguf"}) {
+    SCOPED_TRACE(out.string());
+    const std::string message = out == input ? "is an input of this command: refusing to overwrite it"
+                                             : "is an input of this command (" + input.string() + "): refusing to overwrite it";
+    expect_refused(write_whole(out, "x", {.overwrite = true, .inputs = {input}}), ErrorCode::output_is_input, out, message);
+    expect_refused(AtomicFile::check(out, {.overwrite = true, .inputs = {input}}), ErrorCode::output_is_input, out, message);
+  }
+  EXPECT_EQ(read_text(input), "model");
+  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"model.gguf", "hard.gguf", "soft.gguf", "sub"}));
+}
+
+// A symlinked output is written through: the link stays, its target gets the new bytes (as an
+// in-place edit through the link would change it).
+TEST_F(OutputPolicyTest, ALinkIsWrittenThrough) {
+  fs::create_directory(dir_ / "store");
+  write_text(dir_ / "store" / "real.gguf", "old");
+  fs::create_symlink("store/real.gguf", dir_ / "model.gguf");
+  ASSERT_TRUE(write_whole(dir_ / "model.gguf", "new"));
+  EXPECT_TRUE(fs::is_symlink(dir_ / "model.gguf"));
+  EXPECT_EQ(fs::read_symlink(dir_ / "model.gguf"), "store/real.gguf");
+  EXPECT_EQ(read_text(dir_ / "store" / "real.gguf"), "new");
+  EXPECT_EQ(names_in(dir_ / "store"), std::set<std::string>{"real.gguf"});
+  // A dangling link creates its target.
+  fs::create_symlink("store/new.gguf", dir_ / "dangling.gguf");
+  ASSERT_TRUE(write_whole(dir_ / "dangling.gguf", "made"));
+  EXPECT_TRUE(fs::is_symlink(dir_ / "dangling.gguf"));
+  EXPECT_EQ(read_text(dir_ / "store" / "new.gguf"), "made");
+}
+
+// A replaced file keeps its permission bits, and (when the process may give them away, as root)
+// its owner and group; a new file gets 0666 minus the umask.
+TEST_F(OutputPolicyTest, AReplacedFileKeepsModeOwnerAndGroup) {
+  const fs::path out = dir_ / "out.bin";
+  write_text(out, "old");
+  ASSERT_EQ(::chmod(out.c_str(), 0640), 0);
+  const bool root = ::geteuid() == 0;
+  if (root) {
+    ASSERT_EQ(::chown(out.c_str(), 65534, 65534), 0);
+  }
+  struct stat before {};
+  ASSERT_EQ(::stat(out.c_str(), &before), 0);
+  ASSERT_TRUE(write_whole(out, "new"));
+  struct stat after {};
+  ASSERT_EQ(::stat(out.c_str(), &after), 0);
+  EXPECT_NE(after.st_ino, before.st_ino);  // a new file, renamed into place
+  EXPECT_EQ(after.st_mode & 07777, 0640u);
+  EXPECT_EQ(after.st_uid, before.st_uid);
+  EXPECT_EQ(after.st_gid, before.st_gid);
+  if (root) {
+    EXPECT_EQ(after.st_uid, 65534u);
+  }
+
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ASSERT_TRUE(write_whole(dir_ / "fresh.bin", "x"));
+  struct stat fresh {};
+  ASSERT_EQ(::stat((dir_ / "fresh.bin").c_str(), &fresh), 0);
+  EXPECT_EQ(fresh.st_mode & 07777, 0666u & ~mask);
+}
+
+// I/O errors about the output name the output and the system's reason, with no offset.
+TEST_F(OutputPolicyTest, AMissingDirectoryIsReportedAgainstTheOutput) {
+  const fs::path out = dir_ / "absent" / "out.gguf";
+  expect_refused(write_whole(out, "x"), ErrorCode::io_error, out,
+                 "cannot create a file in " + (dir_ / "absent").string() + ": No such file or directory");
+}
+
+}  // namespace
+}  // namespace ggufkit
