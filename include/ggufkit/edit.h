@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <utility>
 #include <vector>
 
 #include "ggufkit/error.h"
@@ -65,6 +66,9 @@ struct EditPlan {
   std::string reason;              // why this mode (for --dry-run)
   std::vector<std::byte> header;   // the new header, padded to where the data section starts
   uint64_t old_data_offset = 0;
+  // The file's bytes [0, old_data_offset) when the plan was made: apply_metadata_edit refuses to
+  // write when the file on disk no longer starts with them.
+  std::vector<std::byte> original_header;
   uint64_t new_data_offset = 0;
   uint64_t write_offset = 0;       // in place: the bytes written are header[write_offset, +write_length)
   uint64_t write_length = 0;
@@ -89,6 +93,23 @@ struct ApplyOptions {
   std::function<void(uint64_t, uint64_t)> progress;
   // A target other than the source: what it may replace (sink.h); never the source.
   OutputPolicy output{};
+};
+
+// An advisory lock (flock(2), exclusive) on a file for the whole of an edit: taken before the file
+// is opened and read, held until the edit is written. Every gguf edit takes it, so that two edits
+// of one file run one after the other and both land, whether each writes in place or rewrites.
+// A file replaced (renamed over) while waiting is locked again under the path's new file.
+class EditLock {
+ public:
+  static Expected<EditLock> acquire(const std::filesystem::path& path);
+  EditLock(EditLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  EditLock& operator=(EditLock&&) = delete;
+  EditLock(const EditLock&) = delete;
+  ~EditLock();
+
+ private:
+  explicit EditLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
 };
 
 // Writes a plan made from `file` (opened from `source`) to `target`: `source` itself (in place or

@@ -23,6 +23,8 @@ class MappedFile {
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
+  // The open file the mapping was made from (read-only), or -1 for a default-constructed one.
+  int fd() const { return fd_; }
   // Maps the pages of [offset, offset + length) in one call instead of one fault per page.
   // A hint: failures (old kernels) are ignored.
   void prefetch(uint64_t offset, uint64_t length) const;
@@ -34,6 +36,7 @@ class MappedFile {
  private:
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;
 };
 
 }  // namespace ggufkit

@@ -73,6 +73,9 @@ class GgufFile {
 
   // The path it was opened from (open); empty for parse(). Writers never replace it (OutputPolicy).
   const std::filesystem::path& path() const { return path_; }
+  // The open file it was read from (open), -1 for parse(): the same file whatever the path names
+  // later (another process may rename a new file over it).
+  int fd() const;
   uint32_t version() const { return version_; }
   // A big-endian file is read through a byte-swapped copy of its header (so metadata views,
   // tensor infos and error offsets work as for a little-endian file); its tensor data stays in

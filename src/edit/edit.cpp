@@ -2,6 +2,7 @@
 #include "ggufkit/edit.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -172,6 +173,8 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
   // padded or not: keep that choice.
   const bool has_tensors = !file.tensors().empty();
   plan.old_data_offset = has_tensors ? file.data_offset() : file.file_size();
+  const auto original = file.bytes().first(static_cast<size_t>(plan.old_data_offset));
+  plan.original_header.assign(original.begin(), original.end());
   const auto new_data_offset = file.header_padded() ? checked::align_up(new_header_size, *alignment) : new_header_size;
   if (!new_data_offset) return edit_error({}, "the new header's size overflows");
   plan.new_data_offset = *new_data_offset;
@@ -242,17 +245,63 @@ Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const
 
 }  // namespace
 
+Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return io_failure(path, "cannot open");
+    int r = 0;
+    do {
+      r = ::flock(fd, LOCK_EX);
+    } while (r != 0 && errno == EINTR);
+    if (r != 0) {
+      const Error e = io_failure(path, "cannot lock");
+      ::close(fd);
+      return e;
+    }
+    // Locked: but a rewrite may have renamed a new file over the one opened while we waited.
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      return EditLock(fd);
+    }
+    ::close(fd);
+  }
+  return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the file keeps being replaced: cannot lock it"),
+                   path.string());
+}
+
+EditLock::~EditLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the lock
+}
+
 Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::path& source, const EditPlan& plan,
                                    const std::filesystem::path& target, const ApplyOptions& options) {
-  struct stat source_stat {};
-  if (::stat(source.c_str(), &source_stat) != 0) return io_failure(source, "cannot read");
-  if (static_cast<uint64_t>(source_stat.st_size) != file.file_size()) {
-    return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the file changed since it was read"), source.string());
+  const auto changed = [&] {
+    return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the file changed since it was read: not modified"),
+                     source.string());
+  };
+  // The file the plan was made from is the open file it was read through; `source` must still
+  // name it, at the size it had (another writer may have renamed a new file over it).
+  struct stat read_stat {};
+  if (file.fd() >= 0 ? ::fstat(file.fd(), &read_stat) != 0 : ::stat(source.c_str(), &read_stat) != 0) {
+    return io_failure(source, "cannot read");
   }
+  const auto still_the_file_read = [&]() -> bool {
+    struct stat now {};
+    return ::stat(source.c_str(), &now) == 0 && now.st_dev == read_stat.st_dev && now.st_ino == read_stat.st_ino &&
+           static_cast<uint64_t>(now.st_size) == file.file_size();
+  };
+  // Its header as the plan saw it (a copy taken then, not the mapping, which shows later writes).
+  const auto header_unchanged = [&](int fd) -> bool {
+    std::vector<std::byte> current(plan.original_header.size());
+    const ssize_t got = ::pread(fd, current.data(), current.size(), 0);
+    return got == static_cast<ssize_t>(current.size()) && current == plan.original_header;
+  };
+  if (!still_the_file_read()) return changed();
   struct stat target_stat {};
   const bool target_exists = ::stat(target.c_str(), &target_stat) == 0;
-  const bool same_file = target_exists && target_stat.st_dev == source_stat.st_dev && target_stat.st_ino == source_stat.st_ino;
-  if (same_file && is_read_only(source_stat)) {
+  const bool same_file = target_exists && target_stat.st_dev == read_stat.st_dev && target_stat.st_ino == read_stat.st_ino;
+  if (same_file && is_read_only(read_stat)) {
     return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the file is read-only: not modified"), source.string());
   }
   if (same_file && plan.mode == EditMode::unchanged) return {};
@@ -264,13 +313,12 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
       int fd;
       ~Closer() { ::close(fd); }
     } closer{fd};
-    // The header on disk must still be the one the plan was made from (the write changes only part
-    // of it: another writer's change elsewhere in it would otherwise be mixed with ours).
-    std::vector<std::byte> current(plan.old_data_offset);
-    const ssize_t got = ::pread(fd, current.data(), current.size(), 0);
-    if (got != static_cast<ssize_t>(current.size()) || !std::ranges::equal(current, file.bytes().first(plan.old_data_offset))) {
-      return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the file changed since it was read: not modified"),
-                       source.string());
+    // The write changes only part of the header: another writer's change elsewhere in it would
+    // otherwise be mixed with ours.
+    struct stat opened {};
+    if (::fstat(fd, &opened) != 0 || opened.st_ino != read_stat.st_ino || opened.st_dev != read_stat.st_dev ||
+        !header_unchanged(fd)) {
+      return changed();
     }
     const ssize_t put = ::pwrite(fd, plan.header.data() + plan.write_offset, plan.write_length,
                                  static_cast<off_t>(plan.write_offset));
@@ -290,18 +338,27 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
   auto out = AtomicFile::create(target, policy);  // a replaced file keeps its mode, owner and group
   if (!out) return std::move(out).error();
   if (auto r = (*out)->write(plan.header); !r) return r;
-  if (!file.tensors().empty()) {
-    const int fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+  // The data comes from the file the header was validated with, never from the path again.
+  int fd = file.fd();
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{-1};
+  if (fd < 0) {
+    fd = closer.fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_failure(source, "cannot open");
-    struct Closer {
-      int fd;
-      ~Closer() { ::close(fd); }
-    } closer{fd};
+  }
+  if (!file.tensors().empty()) {
     const uint64_t length = file.file_size() - plan.old_data_offset;
     std::function<void(uint64_t)> progress;
     if (options.progress) progress = [&](uint64_t done) { options.progress(done, length); };
     if (auto r = (*out)->copy_from(fd, plan.old_data_offset, length, progress); !r) return r;
   }
+  // A writer that does not take the edit lock may have changed the file meanwhile: then ours is
+  // not renamed over its work.
+  if (same_file && (!still_the_file_read() || !header_unchanged(fd))) return changed();
   return (*out)->commit(options.sync);
 }
 

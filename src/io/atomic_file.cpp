@@ -1,12 +1,14 @@
 #include "ggufkit/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <string>
 
@@ -71,6 +73,24 @@ Expected<std::optional<struct stat>> check_output(const std::filesystem::path& t
   return std::optional<struct stat>(existing);
 }
 
+// Removes the temporary files of earlier writers of `target` that died (SIGKILL, a power cut):
+// a live writer holds an exclusive flock on its temporary file for as long as it writes, so one
+// that can be locked, and is more than a moment old (not one a live writer has just created and
+// is about to lock), belongs to nobody.
+void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& prefix) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix) || name.size() != prefix.size() + 6) continue;
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat st {};
+    const bool old_enough = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::time(nullptr) - st.st_mtime > 2;
+    if (old_enough && ::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(entry.path().c_str());
+    ::close(fd);
+  }
+}
+
 }  // namespace
 
 Expected<void> AtomicFile::check(const std::filesystem::path& target, const OutputPolicy& policy) {
@@ -90,9 +110,13 @@ Expected<std::unique_ptr<AtomicFile>> AtomicFile::create(const std::filesystem::
   if (exists) existing = **checked_output;
   std::filesystem::path dir = f->target_.parent_path();
   if (dir.empty()) dir = ".";
-  std::string tmpl = (dir / ("." + f->target_.filename().string() + ".tmp-XXXXXX")).string();
+  const std::string prefix = "." + f->target_.filename().string() + ".tmp-";
+  remove_stale_temporaries(dir, prefix);
+  std::string tmpl = (dir / (prefix + "XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) return io_error(target, fmt::format("cannot create a file in {}", dir.string()));
+  // Held until the file is renamed or removed: tells this live writer from a dead one.
+  ::flock(fd, LOCK_EX | LOCK_NB);
   if (exists) {
     // A replaced file keeps its permissions, owner and group (the owner only when the process may
     // give it away, as root; the group when the process is in it).

@@ -43,18 +43,21 @@ Expected<MappedFile> MappedFile::open(const std::filesystem::path& path) {
     }
     m.data_ = static_cast<const std::byte*>(p);
   }
-  ::close(fd);  // the mapping keeps the file alive
+  // Kept open: whoever rewrites the file copies its data from this very file (the one validated),
+  // not from whatever the path names by then.
+  m.fd_ = fd;
   return m;
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), fd_(std::exchange(other.fd_, -1)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     this->~MappedFile();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    fd_ = std::exchange(other.fd_, -1);
   }
   return *this;
 }
@@ -86,6 +89,7 @@ void MappedFile::release(uint64_t offset, uint64_t length) const {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace ggufkit

@@ -569,6 +569,8 @@ Expected<GgufFile> GgufFile::open(const std::filesystem::path& path, const OpenO
   return f;
 }
 
+int GgufFile::fd() const { return mapping_ ? mapping_->fd() : -1; }
+
 bool GgufFile::header_padded() const {
   if (!tensors_.empty()) return true;
   const auto padded = checked::align_up(header_size_, alignment_);

@@ -1,6 +1,8 @@
 // AtomicFile and OutputPolicy (sink.h): what a file output may replace, checked before a byte is
 // written, and what a replaced file keeps. Each refusal is asserted whole: code, file, message, no
 // offset, and the directory left exactly as it was.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -179,6 +182,29 @@ TEST_F(OutputPolicyTest, AMissingDirectoryIsReportedAgainstTheOutput) {
   const fs::path out = dir_ / "absent" / "out.gguf";
   expect_refused(write_whole(out, "x"), ErrorCode::io_error, out,
                  "cannot create a file in " + (dir_ / "absent").string() + ": No such file or directory");
+}
+
+// The temporary file of a writer killed by SIGKILL is removed by the next write of the same output;
+// one a live writer holds (flock), or one just made, stays.
+TEST_F(OutputPolicyTest, StaleTemporaryFilesOfDeadWritersAreRemoved) {
+  const auto make_temp = [&](const std::string& name, bool old) {
+    write_text(dir_ / name, "partial");
+    if (old) {
+      const timespec times[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+      EXPECT_EQ(::utimensat(AT_FDCWD, (dir_ / name).c_str(), times, 0), 0);
+    }
+  };
+  make_temp(".out.gguf.tmp-dead01", true);
+  make_temp(".out.gguf.tmp-fresh1", false);  // a live writer may not have locked it yet
+  make_temp(".out.gguf.tmp-live01", true);
+  make_temp(".other.gguf.tmp-dead02", true);  // another output's: not ours to judge
+  const int live = ::open((dir_ / ".out.gguf.tmp-live01").c_str(), O_RDONLY);
+  ASSERT_GE(live, 0);
+  ASSERT_EQ(::flock(live, LOCK_EX), 0);
+  ASSERT_TRUE(write_whole(dir_ / "out.gguf", "done"));
+  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"out.gguf", ".out.gguf.tmp-fresh1", ".out.gguf.tmp-live01",
+                                                   ".other.gguf.tmp-dead02"}));
+  ::close(live);
 }
 
 }  // namespace

@@ -53,6 +53,8 @@ int run_set(SetArgs& args) {
                                       : "gguf set: give KEY VALUE pairs (or KEY with --from-file or --json)");
     return kUsageOrIoError;
   }
+  const auto lock = lock_for_edit(args.target);  // held until the edit is written
+  if (!lock) return kUsageOrIoError;
   const auto file = open_or_report(args.target.file);
   if (!file) return kUsageOrIoError;
 

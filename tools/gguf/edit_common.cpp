@@ -76,7 +76,19 @@ bool append_extra_changes(const EditTarget& target, std::vector<MetadataChange>&
   return true;
 }
 
+std::optional<std::optional<ggufkit::EditLock>> lock_for_edit(const EditTarget& target) {
+  if (target.dry_run) return std::optional<ggufkit::EditLock>();
+  auto lock = ggufkit::EditLock::acquire(target.file);
+  if (!lock) {
+    report_error(target.file, lock.error());
+    return std::nullopt;
+  }
+  return std::optional<ggufkit::EditLock>(std::move(lock).value());
+}
+
 int run_edit(const EditTarget& target, const std::vector<MetadataChange>& changes) {
+  const auto lock = lock_for_edit(target);  // held until the edit is written
+  if (!lock) return kUsageOrIoError;
   const auto file = open_or_report(target.file);
   if (!file) return kUsageOrIoError;
   return run_edit(target, *file, changes);

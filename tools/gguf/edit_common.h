@@ -2,6 +2,7 @@
 // JSON, the report of a plan, and running it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ void add_edit_options(CLI::App& cmd, EditTarget& target);
 
 // Appends the --rm and --rename changes; false (after a message) when one is malformed.
 bool append_extra_changes(const EditTarget& target, std::vector<ggufkit::MetadataChange>& changes);
+
+// The edit lock on target.file (ggufkit::EditLock), taken before the file is read; none for a dry
+// run. nullopt (after a message) when it cannot be taken.
+std::optional<std::optional<ggufkit::EditLock>> lock_for_edit(const EditTarget& target);
 
 // Plans, reports (stdout) and applies (unless --dry-run) the changes. Returns the exit code. The
 // first form opens target.file; the second takes it already open (set reads types from it first).
