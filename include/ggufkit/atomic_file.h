@@ -3,6 +3,7 @@
 // Destroying an uncommitted AtomicFile removes the temporary file.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -29,8 +30,10 @@ class AtomicFile final : public ByteSink {
   Expected<void> write(std::span<const std::byte> bytes) override;
   // Appends `length` bytes of the open file `fd` starting at `offset`, without passing them through
   // user space when the file system allows it (copy_file_range). `progress` gets the bytes copied.
+  // `cancel`, when set, stops the copy between two chunks with ErrorCode::cancelled.
   Expected<void> copy_from(int fd, uint64_t offset, uint64_t length,
-                           const std::function<void(uint64_t)>& progress = {});
+                           const std::function<void(uint64_t)>& progress = {},
+                           const std::atomic<bool>* cancel = nullptr);
   // Permission bits the finished file gets instead of 0666 & ~umask (a rewrite keeps the original's).
   Expected<void> set_permissions(uint32_t mode);
   // Flushes, optionally fsyncs the file and its directory, and renames over the target.

@@ -12,6 +12,7 @@
 // lays the data out again).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -93,6 +94,9 @@ struct ApplyOptions {
   std::function<void(uint64_t, uint64_t)> progress;
   // A target other than the source: what it may replace (sink.h); never the source.
   OutputPolicy output{};
+  // Set from another thread (a signal handler) to stop a rewrite: ErrorCode::cancelled, the file
+  // untouched. (An in-place write is one short write and always completes.)
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // An advisory lock (flock(2), exclusive) on a file for the whole of an edit: taken before the file

@@ -2,6 +2,7 @@
 // byte order to the other. Which bytes of a block swap is the format's (block_layout.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -29,6 +30,8 @@ struct ConvertEndianOptions {
   std::function<void(uint64_t done, uint64_t total)> progress;
   // What the output may replace (sink.h); the input file is never replaced.
   OutputPolicy output{};
+  // Set from another thread (a signal handler) to stop: ErrorCode::cancelled, nothing written.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ConvertEndianPlan {

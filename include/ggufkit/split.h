@@ -6,6 +6,7 @@
 // Tensors keep their order: shard 1 holds the first ones, shard 2 the next, and so on.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -76,6 +77,8 @@ struct SplitWriteOptions {
   std::function<void(size_t, size_t, const std::string&)> progress;
   // What the shards may replace (sink.h); checked for every shard before any is written.
   OutputPolicy output{};
+  // Set from another thread (a signal handler) to stop: ErrorCode::cancelled, no shard written.
+  const std::atomic<bool>* cancel = nullptr;
 };
 // Writes every shard of the plan as a set: each under a temporary name, renamed into place only when
 // all are complete, so that a failure or an interruption leaves no shard under its final name.

@@ -2,6 +2,7 @@
 // streamed in bounded memory, written to a temporary file and renamed into place.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -36,6 +37,9 @@ struct WriteOptions {
   ByteOrder byte_order = ByteOrder::little;
   // What write_file may replace (sink.h).
   OutputPolicy output{};
+  // Set from another thread (a signal handler) to stop: write() returns ErrorCode::cancelled, and
+  // write_file leaves no file behind.
+  const std::atomic<bool>* cancel = nullptr;
   // Called after each tensor's bytes are written: (tensors written, tensors in all).
   std::function<void(size_t, size_t)> progress;
 };

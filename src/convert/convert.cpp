@@ -687,6 +687,7 @@ Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::p
   WriteOptions write_options;
   write_options.sync = options.sync;
   write_options.output = options.output;
+  write_options.cancel = options.cancel;
   write_options.output.inputs.insert(write_options.output.inputs.end(), plan.inputs.begin(), plan.inputs.end());
   write_options.progress = [&](size_t done, size_t all) {
     const ConvertTensorPlan& t = plan.tensors[done - 1];

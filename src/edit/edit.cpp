@@ -240,6 +240,7 @@ Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const
   WriteOptions write_options = builder.suggested_options();
   write_options.sync = options.sync;
   write_options.output = policy;
+  write_options.cancel = options.cancel;
   return builder.write_file(target, write_options);
 }
 
@@ -354,7 +355,10 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
     const uint64_t length = file.file_size() - plan.old_data_offset;
     std::function<void(uint64_t)> progress;
     if (options.progress) progress = [&](uint64_t done) { options.progress(done, length); };
-    if (auto r = (*out)->copy_from(fd, plan.old_data_offset, length, progress); !r) return r;
+    if (auto r = (*out)->copy_from(fd, plan.old_data_offset, length, progress, options.cancel); !r) return r;
+  }
+  if (options.cancel != nullptr && options.cancel->load()) {
+    return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled");
   }
   // A writer that does not take the edit lock may have changed the file meanwhile: then ours is
   // not renamed over its work.

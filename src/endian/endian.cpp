@@ -61,6 +61,7 @@ Expected<void> convert_endian(const GgufFile& in, const std::filesystem::path& o
   write_options.sync = options.sync;
   write_options.chunk_bytes = std::max<size_t>(options.chunk_bytes, 1);
   write_options.output = options.output;
+  write_options.cancel = options.cancel;
   if (!in.path().empty()) write_options.output.inputs.push_back(in.path());
   return builder.write_file(out, write_options);
 }

@@ -179,7 +179,7 @@ Expected<void> AtomicFile::write(std::span<const std::byte> bytes) {
 }
 
 Expected<void> AtomicFile::copy_from(int fd, uint64_t offset, uint64_t length,
-                                     const std::function<void(uint64_t)>& progress) {
+                                     const std::function<void(uint64_t)>& progress, const std::atomic<bool>* cancel) {
   if (fd_ < 0) return make_error(ErrorCode::io_error, written_, {}, "write after commit");
   if (auto r = flush(); !r) return r;
   // Chunks keep progress reports coming and let the kernel interleave other work.
@@ -190,6 +190,7 @@ Expected<void> AtomicFile::copy_from(int fd, uint64_t offset, uint64_t length,
   std::vector<std::byte> buffer;
   auto copy_segment = [&](uint64_t segment_end) -> Expected<void> {
     while (at < segment_end) {
+      if (cancel != nullptr && cancel->load()) return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled");
       const size_t want = static_cast<size_t>(std::min(kChunk, segment_end - at));
       ssize_t n = -1;
       if (in_kernel) {

@@ -383,6 +383,7 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
     if (p.file != nullptr) p.file->release_tensor_pages(*p.tensor);
     if (options.progress) options.progress(tensors_before + done, plan.tensors.size());
   };
+  write_options.cancel = options.cancel;
   return b.write(out, write_options);
 }
 
@@ -411,6 +412,7 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
     tensors_before += static_cast<size_t>(
         std::ranges::count_if(plan->tensors, [&](const TensorPlan& p) { return p.shard == shard; }));
   }
+  if (options.cancel != nullptr && options.cancel->load()) return cancelled();  // none of the set is renamed
   for (size_t i = 0; i < files.size(); ++i) {
     if (auto r = files[i]->commit(options.sync); !r) {
       std::error_code ec;

@@ -196,6 +196,7 @@ Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const S
   write_options.pad_header_without_tensors = input.header_padded();
   // Shard headers in the input's byte order: the tensor bytes are copied as stored.
   write_options.byte_order = input.byte_order();
+  write_options.cancel = options.cancel;
   // The shards are a set: each is written under a temporary name, and the final names appear only
   // when every shard is complete (an interruption or failure before leaves none of them).
   std::vector<std::unique_ptr<AtomicFile>> files;
@@ -207,6 +208,9 @@ Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const S
     if (auto r = b->write(**file, write_options); !r) return with_file(std::move(r).error(), plan.shards[i].path);
     files.push_back(std::move(file).value());
     if (options.progress) options.progress(i + 1, plan.shards.size(), plan.shards[i].path);
+  }
+  if (options.cancel != nullptr && options.cancel->load()) {
+    return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled");
   }
   for (size_t i = 0; i < files.size(); ++i) {
     if (auto r = files[i]->commit(options.sync); !r) {

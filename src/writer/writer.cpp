@@ -215,13 +215,21 @@ Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) c
     if (auto r = write_zeros(sink, header_padding(header.size(), options)); !r) return r;
   }
   const uint64_t alignment = this->alignment();
+  const auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
+  const auto stop = [] { return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled"); };
+  // Views are written a slice at a time too, so that a cancel is seen within one slice.
+  constexpr uint64_t kViewSlice = uint64_t{64} << 20;
   std::vector<std::byte> chunk;
   for (const Tensor& t : tensors_) {
     if (!t.producer) {
-      if (auto r = sink.write(t.bytes); !r) return r;
+      for (uint64_t done = 0; done < t.bytes.size(); done += kViewSlice) {
+        if (cancelled()) return stop();
+        if (auto r = sink.write(t.bytes.subspan(done, std::min<uint64_t>(kViewSlice, t.bytes.size() - done))); !r) return r;
+      }
     } else {
       chunk.resize(static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(options.chunk_bytes, 1), t.size)));
       for (uint64_t done = 0; done < t.size;) {
+        if (cancelled()) return stop();
         const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), t.size - done));
         const std::span<std::byte> out(chunk.data(), n);
         if (auto r = t.producer(done, out); !r) return r;
@@ -232,6 +240,8 @@ Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) c
     if (auto r = write_zeros(sink, padded(t.size, alignment) - t.size); !r) return r;
     if (options.progress) options.progress(static_cast<size_t>(&t - tensors_.data()) + 1, tensors_.size());
   }
+  // The last chance: a cancel that came during the last tensor still leaves nothing behind.
+  if (cancelled()) return stop();
   return {};
 }
 

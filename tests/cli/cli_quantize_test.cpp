@@ -33,7 +33,16 @@ TEST(CliQuantize, PureQ8_0ConvertsTheWeightsAndKeepsTheRest) {
   const CommandResult r = run_gguf({"quantize", sample_model().string(), out.string(), "Q8_0", "--pure"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, out.string() + "\n");
-  EXPECT_NE(r.err.find("100.0%"), std::string::npos) << "progress on stderr";
+  EXPECT_EQ(r.err, "");  // progress only on a terminal (or with GGUFKIT_PROGRESS=always)
+  ::setenv("GGUFKIT_PROGRESS", "always", 1);
+  const CommandResult shown = run_gguf({"quantize", sample_model().string(), out.string(), "Q8_0", "--pure", "--force"});
+  ::unsetenv("GGUFKIT_PROGRESS");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(shown.out, out.string() + "\n");
+  size_t lines = 0;
+  for (size_t at = 0; (at = shown.err.find('\n', at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 20u) << shown.err;  // one line per tensor of the sample
+  EXPECT_NE(shown.err.find("[  20/20] 100.0%"), std::string::npos) << shown.err;
   auto q = GgufFile::open(out);
   ASSERT_TRUE(q) << q.error().describe();
   for (const TensorInfo& t : q->tensors()) {
@@ -143,7 +152,9 @@ TEST(CliQuantize, InterruptLeavesNothingBehind) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
+  ::setenv("GGUFKIT_PROGRESS", "always", 1);  // the progress line tells when the work has begun
   ASSERT_EQ(posix_spawn(&pid, GGUFKIT_CLI_PATH, &actions, nullptr, argv.data(), environ), 0);
+  ::unsetenv("GGUFKIT_PROGRESS");
   posix_spawn_file_actions_destroy(&actions);
   ::close(err_pipe[1]);
   std::string err;

@@ -4,6 +4,8 @@
 // written as a set; file contents cannot reach the terminal as control characters. Each case
 // asserts the exit status, both streams and what is left on disk.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "ggufkit/ggufkit.h"
@@ -266,6 +269,120 @@ TEST_F(CliSafety, ExtractRefusesTwoTensorsForOneFile) {
   EXPECT_EQ(r.err, "gguf: " + file.string() + ": the tensors 'a/b' and 'a_b' would both be written to " +
                        (out / "a_b.npy").string() + ": extract one of them with -o FILE\n");
   EXPECT_TRUE(fs::is_empty(out));
+}
+
+// SIGINT or SIGTERM while a verb writes: exit 130 with one line, no temporary file, no output
+// (for split: no shard). The signal is sent while the verb's temporary file exists, with the
+// process stopped (SIGSTOP) so that it cannot finish first.
+class CliInterrupt : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(ggufkit::test::temp_dir("cli-interrupt"));
+    ggufkit::GgufBuilder b;
+    ASSERT_TRUE(b.set("general.architecture", ggufkit::MetadataValue::string("llama")));
+    for (int i = 0; i < 4; ++i) {
+      const int64_t shape[] = {int64_t{4} << 20};  // 16 MiB of float32 each
+      ASSERT_TRUE(b.add_tensor(fmt::format("t{}.weight", i), ggufkit::TensorType::F32, shape,
+                               ggufkit::TensorProducer([](uint64_t offset, std::span<std::byte> out) {
+                                 for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<std::byte>((offset + k) * 7);
+                                 return ggufkit::Expected<void>{};
+                               })));
+    }
+    ASSERT_TRUE(b.write_file(*dir_ / "big.gguf", {.sync = false, .progress = {}}));
+    ASSERT_EQ(run_gguf({"split", (*dir_ / "big.gguf").string(), (*dir_ / "shard").string(), "--max-tensors", "2"}).exit_code, 0);
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static fs::path* dir_;
+};
+fs::path* CliInterrupt::dir_ = nullptr;
+
+// Runs gguf ARGS in `work`, stops it as soon as a temporary file appears there, sends `signal`,
+// lets it go on; returns (exit status, stderr). Status -1 when it finished before it could be
+// caught (the caller tries again).
+std::pair<int, std::string> interrupt_while_writing(const fs::path& work, const std::vector<std::string>& args, int signal) {
+  const fs::path err = work / "stderr.txt";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(devnull, 1);
+    ::dup2(e, 2);
+    std::vector<std::string> store = {GGUFKIT_CLI_PATH};
+    store.insert(store.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : store) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  const auto has_temp = [&] {
+    for (const auto& e : fs::directory_iterator(work)) {
+      if (e.path().filename().string().find(".tmp-") != std::string::npos) return true;
+    }
+    return false;
+  };
+  bool caught = false;
+  for (int i = 0; i < 20000 && !caught; ++i) {
+    if (has_temp()) {
+      ::kill(pid, SIGSTOP);
+      caught = has_temp();  // still writing: not renamed in between
+      if (caught) ::kill(pid, signal);
+      ::kill(pid, SIGCONT);
+      break;
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return {-1, ""};
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove(err);
+  if (!caught) return {-1, text};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text};
+}
+
+TEST_F(CliInterrupt, EveryWritingVerbStopsCleanly) {
+  const fs::path big = *dir_ / "big.gguf", first = *dir_ / "shard-00001-of-00002.gguf";
+  struct Case {
+    std::vector<std::string> args;
+    std::string verb, output;
+    int signal;
+  };
+  const fs::path work = *dir_ / "work";
+  fs::create_directory(work);
+  const fs::path copy = work / "edit.gguf";
+  const std::vector<Case> cases = {
+      {{"split", big.string(), (work / "part").string(), "--max-tensors", "1"}, "split",
+       (work / "part").string() + "-*-of-00004.gguf", SIGINT},
+      {{"merge", first.string(), (work / "merged.gguf").string()}, "merge", (work / "merged.gguf").string(), SIGTERM},
+      {{"convert-endian", big.string(), (work / "be.gguf").string(), "--to", "big"}, "convert-endian",
+       (work / "be.gguf").string(), SIGINT},
+      {{"set", copy.string(), "general.name", std::string(8000, 'n'), "--no-sync"}, "set", copy.string(), SIGINT},
+      {{"quantize", big.string(), (work / "q.gguf").string(), "q8_0", "--threads", "1"}, "quantize",
+       (work / "q.gguf").string(), SIGTERM},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.verb);
+    std::pair<int, std::string> result{-1, ""};
+    for (int attempt = 0; attempt < 5 && result.first == -1; ++attempt) {
+      for (const auto& e : fs::directory_iterator(work)) fs::remove(e.path());
+      if (c.verb == "set") fs::copy_file(big, copy);
+      result = interrupt_while_writing(work, c.args, c.signal);
+    }
+    EXPECT_EQ(result.first, 130) << result.second;
+    EXPECT_EQ(result.second, "gguf: " + c.verb + ": interrupted; " + c.output + " was not written\n");
+    std::set<std::string> expected;
+    if (c.verb == "set") expected.insert("edit.gguf");
+    EXPECT_EQ(names_in(work), expected);
+    if (c.verb == "set") {
+      EXPECT_EQ(ggufkit::test::read_bytes(copy), ggufkit::test::read_bytes(big));
+    }
+  }
 }
 
 }  // namespace

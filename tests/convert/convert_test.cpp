@@ -705,7 +705,9 @@ TEST(ConvertCli, ConvertsDryRunsAndRefuses) {
   m.write(dir);
   const auto out = (dir.parent_path() / "out.gguf").string();
 
+  ::setenv("GGUFKIT_PROGRESS", "always", 1);  // progress is for terminals; shown here on purpose
   auto r = test::run_gguf({"convert", dir.string(), out, "--outtype", "f32", "--no-tokenizer"});
+  ::unsetenv("GGUFKIT_PROGRESS");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, out + "\n");
   EXPECT_NE(r.err.find("output_norm.weight"), std::string::npos);  // progress on stderr

@@ -45,8 +45,10 @@ int run_convert_endian(const ConvertEndianArgs& args) {
   }
   ggufkit::ConvertEndianOptions options;
   options.output.overwrite = args.force;
+  watch_interrupts();
+  options.cancel = &interrupt_flag();
   // Progress for long conversions: at most one line a second, only past 256 MiB of tensor data.
-  const bool show_progress = plan.tensor_bytes >= (uint64_t{256} << 20);
+  const bool show_progress = plan.tensor_bytes >= (uint64_t{256} << 20) && progress_enabled();
   auto last = std::chrono::steady_clock::now();
   if (show_progress) {
     options.progress = [&last](uint64_t done, uint64_t total) {
@@ -57,9 +59,10 @@ int run_convert_endian(const ConvertEndianArgs& args) {
                  total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
     };
   }
-  if (auto r = ggufkit::convert_endian(*input, args.output, to, options); !r) {
-    report_error(args.input, r.error());
-    return kUsageOrIoError;
+  if (const int status = write_status("convert-endian", ggufkit::convert_endian(*input, args.output, to, options),
+                                      args.output, args.input);
+      status != kOk) {
+    return status;
   }
   fmt::print("{}: {}-endian -> {}: {}-endian{}\n", args.input, from_name, args.output, to_name,
              plan.swaps() ? "" : " (already in that order: copied)");

@@ -1,7 +1,6 @@
 // gguf diff A B [--json] [--data]: what differs between two GGUF models, one line per item, in a
 // stable order (sorted by key, then by tensor name), so that two outputs can themselves be diffed.
 // A or B may be the first shard of a split model: the model is compared as a whole.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -320,7 +319,7 @@ int run_diff(const DiffArgs& args) {
   options.data = args.data;
   options.threads = ggufkit::Threads{args.threads};
   options.max_shown_elements = args.show;
-  const bool progress = args.data && ::isatty(STDERR_FILENO) == 1;
+  const bool progress = args.data && progress_enabled();
   if (progress) {
     options.progress = [](size_t done, size_t all) {
       fmt::print(stderr, "\rcomparing tensor data: {}/{}{}", done, all, done == all ? "\n" : "");

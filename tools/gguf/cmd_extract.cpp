@@ -1,7 +1,6 @@
 // gguf extract FILE [TENSOR...] -o OUT [--type f32|f16|raw]: tensors to NumPy .npy files. FILE may be
 // the first shard of a split model: the tensors of every shard are then available.
 #include <filesystem>
-#include <unistd.h>
 
 #include <map>
 
@@ -94,8 +93,14 @@ int run_extract(const ExtractArgs& args) {
     }
   }
   if (!outputs_allowed(targets, policy)) return kUsageOrIoError;
-  const bool progress = chosen.size() > 1 && ::isatty(STDERR_FILENO) == 1;
+  const bool progress = chosen.size() > 1 && progress_enabled();
+  // SIGINT/SIGTERM stop between two files: every file written is complete, none is half written.
+  watch_interrupts();
   for (size_t i = 0; i < chosen.size(); ++i) {
+    if (interrupt_flag().load()) {
+      fmt::print(stderr, "gguf: extract: interrupted; {} of {} tensors written\n", i, chosen.size());
+      return kInterrupted;
+    }
     const ggufkit::TensorInfo& t = *chosen[i]->info;
     const fs::path& target = targets[i];
     if (progress) fmt::print(stderr, "[{}/{}] {}\n", i + 1, chosen.size(), terminal_safe(t.name));

@@ -70,14 +70,19 @@ int run_merge(const MergeArgs& args) {
   } else {
     ggufkit::WriteOptions options;
     options.output.overwrite = args.force;
-    options.progress = [](size_t done, size_t all) {
-      if (done == all || done % 64 == 0) fmt::print(stderr, "[{}/{}] tensors written\n", done, all);
-    };
-    fmt::print(stderr, "merging {} shards ({} tensors) into {}\n", model->shards().size(), model->tensors().size(),
-               args.output);
-    if (auto r = ggufkit::write_merged(*model, args.output, options); !r) {
-      report_error(args.output, r.error());
-      return kUsageOrIoError;
+    watch_interrupts();
+    options.cancel = &interrupt_flag();
+    if (progress_enabled()) {
+      options.progress = [](size_t done, size_t all) {
+        if (done == all || done % 64 == 0) fmt::print(stderr, "[{}/{}] tensors written\n", done, all);
+      };
+      fmt::print(stderr, "merging {} shards ({} tensors) into {}\n", model->shards().size(), model->tensors().size(),
+                 terminal_safe(args.output));
+    }
+    if (const int status = write_status("merge", ggufkit::write_merged(*model, args.output, options), args.output,
+                                        args.output);
+        status != kOk) {
+      return status;
     }
     out = args.json ? merge_json(*model, args.output, out_bytes) : args.output + "\n";
   }

@@ -14,6 +14,7 @@ Runner register_rename(CLI::App& app) {
   };
   auto args = std::make_shared<RenameArgs>();
   CLI::App* cmd = app.add_subcommand("rename", "Rename metadata keys (value and position kept)");
+  args->target.verb = "rename";
   cmd->add_option("file", args->target.file, "GGUF file to edit")->required();
   cmd->add_option("pairs", args->pairs, "OLD NEW [OLD NEW]...")->required();
   add_edit_options(*cmd, args->target);

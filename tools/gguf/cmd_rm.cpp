@@ -12,6 +12,7 @@ Runner register_rm(CLI::App& app) {
   };
   auto args = std::make_shared<RmArgs>();
   CLI::App* cmd = app.add_subcommand("rm", "Remove metadata keys (tensors are never touched)");
+  args->target.verb = "rm";
   cmd->add_option("file", args->target.file, "GGUF file to edit")->required();
   cmd->add_option("keys", args->keys, "Keys to remove")->required();
   add_edit_options(*cmd, args->target);

@@ -109,6 +109,7 @@ Runner register_set(CLI::App& app) {
   auto args = std::make_shared<SetArgs>();
   CLI::App* cmd = app.add_subcommand(
       "set", "Set metadata values (in place when they fit, else a safe rewrite); tensors are never touched");
+  args->target.verb = "set";
   cmd->add_option("file", args->target.file, "GGUF file to edit")->required();
   cmd->add_option("pairs", args->pairs, "KEY VALUE [KEY VALUE]... (KEY alone with --from-file or --json)")->required();
   cmd->add_option("--type", args->type,

@@ -89,13 +89,18 @@ int run_split(const SplitArgs& args) {
   }
   ggufkit::SplitWriteOptions options;
   options.output.overwrite = args.force;
+  watch_interrupts();
+  options.cancel = &interrupt_flag();
   options.input_path = args.input;
-  options.progress = [](size_t done, size_t all, const std::string& path) {
-    fmt::print(stderr, "[{}/{}] {}\n", done, all, path);
-  };
-  if (auto r = ggufkit::write_split(*input, *plan, options); !r) {
-    report_error(args.input, r.error());
-    return kUsageOrIoError;
+  if (progress_enabled()) {
+    options.progress = [](size_t done, size_t all, const std::string& path) {
+      fmt::print(stderr, "[{}/{}] {}\n", done, all, terminal_safe(path));
+    };
+  }
+  const std::string shards_text = fmt::format("{}-*-of-{:05}.gguf", args.prefix, plan->shards.size());
+  if (const int status = write_status("split", ggufkit::write_split(*input, *plan, options), shards_text, args.input);
+      status != kOk) {
+    return status;
   }
   std::string out;
   if (args.json) {

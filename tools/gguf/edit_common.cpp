@@ -125,9 +125,11 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
   ggufkit::ApplyOptions apply;
   apply.sync = !target.no_sync;
   apply.output.overwrite = target.force;
+  watch_interrupts();
+  apply.cancel = &interrupt_flag();
   const auto start = std::chrono::steady_clock::now();
   auto last = start;
-  apply.progress = [&](uint64_t done, uint64_t all) {
+  if (progress_enabled()) apply.progress = [&](uint64_t done, uint64_t all) {
     const auto now = std::chrono::steady_clock::now();
     // Quiet for copies that finish within a second.
     if (now - last < std::chrono::seconds(1)) return;
@@ -135,11 +137,13 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
     fmt::print(stderr, "copying tensor data: {:5.1f}% of {}\n", all ? 100.0 * static_cast<double>(done) / static_cast<double>(all) : 100.0,
                human_bytes(all));
   };
-  if (auto r = ggufkit::apply_metadata_edit(file, target.file, *plan, destination, apply); !r) {
-    report_error(destination, r.error());
-    return kUsageOrIoError;
+  const std::string verb = target.verb.empty() ? "edit" : target.verb;
+  if (const int status = write_status(verb, ggufkit::apply_metadata_edit(file, target.file, *plan, destination, apply),
+                                      destination, destination);
+      status != kOk) {
+    return status;
   }
-  fmt::print("{}: {}\n", destination, how);
+  fmt::print("{}: {}\n", terminal_safe(destination), how);
   return kOk;
 }
 

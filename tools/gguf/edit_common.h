@@ -19,6 +19,7 @@ struct EditTarget {
   bool rewrite = false;      // never in place
   bool no_sync = false;      // skip fsync (safe against a killed process, not a power cut)
   bool force = false;        // -o may replace an existing file
+  std::string verb;          // set, rm, rename: for messages
   // Extra changes any editing verb accepts, so that one call makes several kinds of change.
   std::vector<std::string> removals;   // --rm KEY
   std::vector<std::string> renames;    // --rename OLD=NEW

@@ -4,9 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -49,7 +52,19 @@ LongRun::LongRun(std::string verb, std::vector<uint64_t> tensor_bytes)
   watch_interrupts();
 }
 
+bool progress_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("GGUFKIT_PROGRESS");
+    const std::string_view setting = env != nullptr ? env : "";
+    if (setting == "always") return true;
+    if (setting == "never") return false;
+    return ::isatty(STDERR_FILENO) == 1;
+  }();
+  return enabled;
+}
+
 void LongRun::tensor_done(size_t done, size_t all, std::string_view name, std::string_view type) const {
+  if (!progress_enabled()) return;
   const double fraction = total_ != 0 && done >= 1 && done <= cumulative_.size()
                               ? static_cast<double>(cumulative_[done - 1]) / static_cast<double>(total_)
                               : 1.0;
@@ -59,9 +74,14 @@ void LongRun::tensor_done(size_t done, size_t all, std::string_view name, std::s
 }
 
 int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const {
+  return write_status(verb_, result, output, error_file);
+}
+
+int write_status(std::string_view verb, const ggufkit::Expected<void>& result, std::string_view output,
+                 std::string_view error_file) {
   if (result) return kOk;
   if (result.error().code == ggufkit::ErrorCode::cancelled || interrupt_flag().load()) {
-    fmt::print(stderr, "gguf: {}: interrupted; {} was not written\n", verb_, output);
+    fmt::print(stderr, "gguf: {}: interrupted; {} was not written\n", verb, terminal_safe(output));
     return kInterrupted;
   }
   report_error(error_file, result.error());

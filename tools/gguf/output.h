@@ -40,11 +40,21 @@ int finish_output(int status);
 // Reports that stdout failed with `err` (nothing for a closed pipe) and returns kUsageOrIoError.
 int output_failed(int err);
 
+// Whether progress goes to stderr: when stderr is a terminal, or always / never as the environment
+// variable GGUFKIT_PROGRESS says ("always", "never"). Results never depend on it.
+bool progress_enabled();
+
 // Long verbs (quantize, convert): SIGINT and SIGTERM set interrupt_flag() instead of killing the
 // process, so that the library can stop and remove its temporary file; the verb then exits 130.
 std::atomic<bool>& interrupt_flag();
 void watch_interrupts();
 inline constexpr int kInterrupted = 130;
+
+// The exit status of a verb that wrote `output`: 0; 130 and "gguf: VERB: interrupted; OUTPUT was not
+// written" when SIGINT/SIGTERM stopped it (watch_interrupts, the library's cancel flag
+// interrupt_flag()); else 2 with the error, reported against `error_file` unless it names its own.
+int write_status(std::string_view verb, const ggufkit::Expected<void>& result, std::string_view output,
+                 std::string_view error_file);
 
 // The one helper behind the long-running verbs that write a model tensor by tensor (quantize,
 // convert): progress on stderr after each tensor (its place, the share of the bytes done, the time
