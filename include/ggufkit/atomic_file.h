@@ -49,6 +49,7 @@ class AtomicFile final : public ByteSink {
   std::vector<std::byte> buffer_;
   uint64_t written_ = 0;
   bool committed_ = false;
+  int fault_slot_ = -1;  // in the table the SIGBUS handler reads
 };
 
 }  // namespace ggufkit

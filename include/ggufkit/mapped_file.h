@@ -10,6 +10,13 @@
 
 namespace ggufkit {
 
+// For programs (the gguf CLI calls it first thing): a read of a mapped file that shrank after it was
+// mapped (another process truncated it, a network file system lost it) raises SIGBUS; with this
+// handler the process removes the temporary files of unfinished AtomicFiles, prints one line on
+// stderr, "PROGRAM: FILE: the file was truncated ... [io_error]", and exits with status 2 instead of
+// dying silently. A library embedding ggufkit decides for itself and need not call it.
+void exit_on_bus_error(const char* program);
+
 class MappedFile {
  public:
   static Expected<MappedFile> open(const std::filesystem::path& path);
@@ -37,6 +44,7 @@ class MappedFile {
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   int fd_ = -1;
+  int fault_slot_ = -1;  // in the table the SIGBUS handler reads
 };
 
 }  // namespace ggufkit

@@ -11,9 +11,11 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "io/fault_registry.h"
 #include "io/file_kind.h"
 
 namespace ggufkit {
@@ -22,7 +24,13 @@ namespace {
 constexpr size_t kBufferBytes = size_t{1} << 20;
 
 // An I/O error about the output: its file, what failed and the system's reason (errno), no offset.
+// EFAULT is not the output's fault: the bytes handed to write(2) were in a mapping of an input that
+// shrank under it (the same event that raises SIGBUS when the process itself reads them).
 Error io_error(const std::filesystem::path& output, std::string_view what) {
+  if (errno == EFAULT) {
+    return make_error(ErrorCode::io_error, std::nullopt, {},
+                      "the input was truncated or became unreadable while it was read; nothing was written");
+  }
   return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{}: {}", what, std::strerror(errno))),
                    output.string());
 }
@@ -130,11 +138,13 @@ Expected<std::unique_ptr<AtomicFile>> AtomicFile::create(const std::filesystem::
   }
   f->fd_ = fd;
   f->temp_path_ = tmpl;
+  f->fault_slot_ = io::register_temporary(tmpl);  // removed by the SIGBUS handler too
   f->buffer_.reserve(kBufferBytes);
   return f;
 }
 
 AtomicFile::~AtomicFile() {
+  io::release_temporary(fault_slot_);
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
 }
@@ -267,6 +277,7 @@ Expected<void> AtomicFile::commit(bool sync) {
     return io_error(target_, fmt::format("cannot rename {} to it", temp_path_.string()));
   }
   committed_ = true;
+  io::release_temporary(std::exchange(fault_slot_, -1));
   if (sync) {
     std::filesystem::path dir = target_.parent_path();
     if (dir.empty()) dir = ".";

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "io/fault_registry.h"
 #include "io/file_kind.h"
 
 namespace ggufkit {
@@ -42,6 +43,7 @@ Expected<MappedFile> MappedFile::open(const std::filesystem::path& path) {
       return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("cannot map: {}", std::strerror(e)));
     }
     m.data_ = static_cast<const std::byte*>(p);
+    m.fault_slot_ = io::register_mapping(p, m.size_, path.string());
   }
   // Kept open: whoever rewrites the file copies its data from this very file (the one validated),
   // not from whatever the path names by then.
@@ -50,7 +52,10 @@ Expected<MappedFile> MappedFile::open(const std::filesystem::path& path) {
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), fd_(std::exchange(other.fd_, -1)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      fd_(std::exchange(other.fd_, -1)),
+      fault_slot_(std::exchange(other.fault_slot_, -1)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -58,6 +63,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     fd_ = std::exchange(other.fd_, -1);
+    fault_slot_ = std::exchange(other.fault_slot_, -1);
   }
   return *this;
 }
@@ -88,6 +94,7 @@ void MappedFile::release(uint64_t offset, uint64_t length) const {
 }
 
 MappedFile::~MappedFile() {
+  io::release_mapping(fault_slot_);
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
   if (fd_ >= 0) ::close(fd_);
 }

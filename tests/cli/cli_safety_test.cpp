@@ -385,4 +385,67 @@ TEST_F(CliInterrupt, EveryWritingVerbStopsCleanly) {
   }
 }
 
+// An input truncated while a verb reads it (another process, a network file system): exit 2 with
+// one line naming it, no temporary file left, instead of death by SIGBUS. The verb is stopped once
+// it has mapped the input, the input is truncated, and the verb goes on.
+TEST_F(CliInterrupt, AnInputTruncatedWhileReadIsAnError) {
+  const fs::path work = *dir_ / "truncated";
+  fs::create_directories(work);
+  const fs::path in = work / "in.gguf";
+  {
+    ggufkit::GgufBuilder b;
+    ASSERT_TRUE(b.set("general.architecture", ggufkit::MetadataValue::string("llama")));
+    const int64_t shape[] = {4096, 4096};  // 64 MiB of float32, quantized by worker threads
+    ASSERT_TRUE(b.add_tensor("blk.0.ffn_up.weight", ggufkit::TensorType::F32, shape,
+                             ggufkit::TensorProducer([](uint64_t offset, std::span<std::byte> out) {
+                               for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<std::byte>((offset + k) % 61);
+                               return ggufkit::Expected<void>{};
+                             })));
+    ASSERT_TRUE(b.write_file(*dir_ / "whole.gguf", {.sync = false, .progress = {}}));
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"hash", in.string(), "--threads", "1"},
+        {"quantize", in.string(), (work / "q.gguf").string(), "q8_0", "--pure", "--threads", "1"}}) {
+    SCOPED_TRACE(args[0]);
+    for (const auto& e : fs::directory_iterator(work)) fs::remove(e.path());
+    fs::copy_file(*dir_ / "whole.gguf", in);
+    const fs::path err = *dir_ / "stderr.txt";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(devnull, 1);
+      ::dup2(e, 2);
+      std::vector<std::string> store = {GGUFKIT_CLI_PATH};
+      store.insert(store.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : store) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    // Stopped once the input is mapped (it shows in /proc/PID/maps).
+    bool mapped = false;
+    for (int i = 0; i < 20000 && !mapped; ++i) {
+      std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+      const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+      mapped = text.find(in.string()) != std::string::npos;
+      if (!mapped) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ::kill(pid, SIGSTOP);
+    ASSERT_TRUE(mapped);
+    fs::resize_file(in, 4096);
+    ::kill(pid, SIGCONT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::ifstream e(err);
+    const std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status << " " << text;
+    EXPECT_EQ(text, "gguf: " + in.string() +
+                        ": the file was truncated or became unreadable while it was read (bus error); nothing was "
+                        "written [io_error]\n");
+    EXPECT_EQ(names_in(work), std::set<std::string>{"in.gguf"});
+  }
+}
+
 }  // namespace

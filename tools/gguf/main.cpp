@@ -4,10 +4,13 @@
 #include <map>
 
 #include "cli_docs.h"
+#include "ggufkit/mapped_file.h"
 #include "commands.h"
 #include "output.h"
 
 int main(int argc, char** argv) {
+  // An input truncated while it is read: one line and exit 2, temporary files removed.
+  ggufkit::exit_on_bus_error("gguf");
   CLI::App app{"gguf: inspect, validate and edit GGUF model files"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ggufkit 0.1.0");
