@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "convert/architectures.h"
+#include "convert/checkpoint_files.h"
 #include "convert/model_name.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/hf_tokenizer.h"
@@ -79,12 +80,11 @@ struct HfConfig {
 
 Expected<HfConfig> read_config(const std::filesystem::path& dir) {
   const auto path = dir / kConfigFile;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::io_error, std::nullopt, std::string(kConfigFile), fmt::format("cannot open {}", path.string()));
-  std::stringstream text;
-  text << in.rdbuf();
+  auto text = convert_detail::read_checkpoint_text(dir, kConfigFile);
+  if (!text) return std::move(text).error();
+  if (!*text) return make_error(ErrorCode::io_error, std::nullopt, std::string(kConfigFile), fmt::format("cannot open {}", path.string()));
   HfConfig c;
-  c.root = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  c.root = Json::parse(**text, nullptr, /*allow_exceptions=*/false);
   if (c.root.is_discarded() || !c.root.is_object()) {
     return make_error(ErrorCode::bad_header, std::nullopt, std::string(kConfigFile), "not a JSON object");
   }
@@ -334,11 +334,10 @@ Expected<void> add_model_keys(ConvertPlan& plan, const HfConfig& c, const Archit
 // set_gguf_meta_model): a missing or unreadable file adds nothing, as there; a value of the wrong
 // JSON type is left out (the Python writer would fail on it).
 void add_sampling_keys(ConvertPlan& plan, const std::filesystem::path& dir) {
-  std::ifstream in(dir / "generation_config.json", std::ios::binary);
-  if (!in) return;
-  std::stringstream content;
-  content << in.rdbuf();
-  const Json config = Json::parse(content.str(), nullptr, /*allow_exceptions=*/false);
+  // Read as every checkpoint file is (checkpoint_files.h); one that may not be read adds nothing.
+  const auto content = convert_detail::read_checkpoint_text(dir, "generation_config.json");
+  if (!content || !*content) return;
+  const Json config = Json::parse(**content, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) return;
   enum class Kind { text, integer, real };
   struct Sampling {

@@ -35,6 +35,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "convert/checkpoint_files.h"
+
 namespace ggufkit {
 
 namespace {
@@ -52,16 +54,13 @@ Error tokenizer_error(ErrorCode code, const fs::path& file, std::string message)
 }
 
 // Reads and parses a JSON file; nullopt when the file does not exist.
+// Every file it reads is directly in the checkpoint directory (read as checkpoint_files.h says).
 Expected<std::optional<json>> load_json(const fs::path& file) {
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return std::optional<json>{};
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return tokenizer_error(ErrorCode::io_error, file, "cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return tokenizer_error(ErrorCode::io_error, file, "cannot be read");
+  auto text = convert_detail::read_checkpoint_text(file.parent_path(), file.filename());
+  if (!text) return std::move(text).error();
+  if (!*text) return std::optional<json>{};
   try {
-    return std::optional<json>(json::parse(text.str()));
+    return std::optional<json>(json::parse(**text));
   } catch (const json::exception& e) {
     std::string what = e.what();
     if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
@@ -246,10 +245,10 @@ Expected<void> load_merges(SpecialVocab& sv, const json& tokenizer, const fs::pa
 
 Expected<void> load_merges_txt(SpecialVocab& sv, const fs::path& dir) {
   const fs::path file = dir / "merges.txt";
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return {};
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return tokenizer_error(ErrorCode::io_error, file, "cannot be opened");
+  auto content = convert_detail::read_checkpoint_text(dir, "merges.txt");
+  if (!content) return std::move(content).error();
+  if (!*content) return {};
+  std::istringstream in(std::move(**content));
   std::string line;
   bool first = true;
   while (std::getline(in, line)) {
@@ -371,15 +370,14 @@ void read_post_processor(SpecialVocab& sv, const json& post_processor, json& con
 
 Expected<std::optional<json>> load_chat_template_alternative(const fs::path& dir) {
   std::error_code ec;
-  auto read_text = [](const fs::path& file) -> Expected<std::string> {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return tokenizer_error(ErrorCode::io_error, file, "cannot be opened");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+  auto read_text = [&](const fs::path& file) -> Expected<std::string> {
+    auto text = convert_detail::read_checkpoint_text(dir, file.lexically_relative(dir));
+    if (!text) return std::move(text).error();
+    if (!*text) return tokenizer_error(ErrorCode::io_error, file, "cannot be opened");
+    return std::move(**text);
   };
   const fs::path jinja = dir / "chat_template.jinja";
-  if (fs::is_regular_file(jinja, ec)) {
+  if (fs::exists(fs::symlink_status(jinja, ec))) {
     auto text = read_text(jinja);
     if (!text) return std::move(text).error();
     std::vector<fs::path> extra;

@@ -43,6 +43,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "convert/checkpoint_files.h"
 #include "format/checked_math.h"
 
 namespace ggufkit {
@@ -807,6 +808,7 @@ Expected<SafetensorsModel> SafetensorsModel::open(const std::filesystem::path& d
   const std::filesystem::path index_path = dir / kSafetensorsIndexFileName;
   std::error_code ec;
   if (std::filesystem::exists(index_path, ec)) {
+    if (auto r = convert_detail::check_checkpoint_file(dir, index_path); !r) return std::move(r).error();
     auto index = SafetensorsIndex::open(index_path, options);
     if (!index) return with_file(std::move(index).error(), std::string(kSafetensorsIndexFileName));
     model.shard_files_ = index->shard_files();
@@ -822,6 +824,7 @@ Expected<SafetensorsModel> SafetensorsModel::open(const std::filesystem::path& d
   // Every shard is opened before any tensor pointer is taken: shards_ never reallocates after.
   model.shards_.reserve(model.shard_files_.size());
   for (const std::string& file : model.shard_files_) {
+    if (auto r = convert_detail::check_checkpoint_file(dir, dir / file); !r) return std::move(r).error();
     auto shard = SafetensorsFile::open(dir / file, options);
     if (!shard) return with_file(std::move(shard).error(), file);
     model.shards_.push_back(std::move(shard).value());

@@ -6,6 +6,8 @@
 // absence is the point.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -740,6 +742,60 @@ TEST(ConvertCli, ConvertsDryRunsAndRefuses) {
   r = test::run_gguf({"convert", (dir / "nowhere").string(), out + ".x", "--no-tokenizer"});
   EXPECT_EQ(r.exit_code, 2);
   std::filesystem::remove_all(dir.parent_path());
+}
+
+// The converter reads only regular files inside the checkpoint directory (or, in a Hugging Face
+// cache snapshot, its blobs/), and bounded text files: a link to a private file, config.json linked
+// to /dev/zero, a FIFO or an oversized file is refused with a message naming it, nothing written.
+TEST(ConvertCli, ReadsOnlyTheCheckpointsOwnFiles) {
+  TinyModel m;
+  const auto root = test::temp_dir("convert-reads");
+  const auto dir = root / "model";
+  const auto out = (root / "out.gguf").string();
+  const auto expect_refused = [&](const std::string& file, const std::string& message) {
+    const auto r = test::run_gguf({"convert", dir.string(), out, "--no-tokenizer"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "gguf: " + file + ": " + message + " [io_error]\n");
+    EXPECT_FALSE(std::filesystem::exists(out));
+  };
+  m.write(dir);
+  std::filesystem::remove(dir / "config.json");
+  std::filesystem::create_symlink("/dev/zero", dir / "config.json");
+  expect_refused("config.json", "a link to /dev/zero, outside the checkpoint directory: not read (copy the file in if "
+                                "it belongs to the model)");
+  std::filesystem::remove(dir / "config.json");
+  ASSERT_EQ(::mkfifo((dir / "config.json").c_str(), 0644), 0);
+  expect_refused("config.json", "not a regular file: not read");
+  std::filesystem::remove(dir / "config.json");
+  write_text(root / "private.json", m.config().dump());
+  std::filesystem::create_symlink(root / "private.json", dir / "config.json");
+  expect_refused("config.json", "a link to " + (root / "private.json").string() +
+                                    ", outside the checkpoint directory: not read (copy the file in if it belongs to the model)");
+  std::filesystem::remove(dir / "config.json");
+  write_text(dir / "config.json", m.config().dump());
+  std::filesystem::resize_file(dir / "config.json", uint64_t{300} << 20);  // sparse: nothing read
+  expect_refused("config.json", "314572800 bytes, over the limit of 268435456 for a checkpoint's text file: not read");
+  // The weights too: model.safetensors linked outside.
+  write_text(dir / "config.json", m.config().dump());
+  std::filesystem::rename(dir / "model.safetensors", root / "weights.safetensors");
+  std::filesystem::create_symlink(root / "weights.safetensors", dir / "model.safetensors");
+  expect_refused("model.safetensors", "a link to " + (root / "weights.safetensors").string() +
+                                          ", outside the checkpoint directory: not read (copy the file in if it belongs to the model)");
+
+  // A Hugging Face cache snapshot: its files are links to ../../blobs/, which is allowed.
+  const auto repo = root / "models--tiny";
+  std::filesystem::create_directories(repo / "blobs");
+  std::filesystem::create_directories(repo / "snapshots" / "abc123");
+  std::filesystem::rename(root / "weights.safetensors", repo / "blobs" / "1111");
+  std::filesystem::rename(dir / "config.json", repo / "blobs" / "2222");
+  std::filesystem::create_symlink("../../blobs/1111", repo / "snapshots" / "abc123" / "model.safetensors");
+  std::filesystem::create_symlink("../../blobs/2222", repo / "snapshots" / "abc123" / "config.json");
+  const auto r = test::run_gguf({"convert", (repo / "snapshots" / "abc123").string(), out, "--no-tokenizer"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, out + "\n");
+  EXPECT_EQ(r.err, "");
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
