@@ -229,8 +229,7 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
 namespace {
 
 // Rewrites with the alignment changed: the builder lays the tensors out again.
-Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const std::filesystem::path& target,
-                               const ApplyOptions& options, const OutputPolicy& policy) {
+Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const ApplyOptions& options, ByteSink& out) {
   GgufBuilder builder = GgufBuilder::from_file(file);
   // The new key order: every old key removed, then each key set again in order.
   for (const KeyValue& kv : file.metadata()) builder.remove(kv.key);
@@ -238,10 +237,8 @@ Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const
     if (auto r = builder.set(key, value); !r) return r;
   }
   WriteOptions write_options = builder.suggested_options();
-  write_options.sync = options.sync;
-  write_options.output = policy;
   write_options.cancel = options.cancel;
-  return builder.write_file(target, write_options);
+  return builder.write(out, write_options);
 }
 
 }  // namespace
@@ -334,11 +331,8 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
     policy = options.output;
     policy.inputs.push_back(source);
   }
-  if (plan.realign) return write_realigned(file, plan, target, options, policy);
-
   auto out = AtomicFile::create(target, policy);  // a replaced file keeps its mode, owner and group
   if (!out) return std::move(out).error();
-  if (auto r = (*out)->write(plan.header); !r) return r;
   // The data comes from the file the header was validated with, never from the path again.
   int fd = file.fd();
   struct Closer {
@@ -351,7 +345,11 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
     fd = closer.fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_failure(source, "cannot open");
   }
-  if (!file.tensors().empty()) {
+  if (plan.realign) {
+    // The tensors laid out again (from the mapping of the same file).
+    if (auto r = write_realigned(file, plan, options, **out); !r) return r;
+  } else {
+    if (auto r = (*out)->write(plan.header); !r) return r;
     const uint64_t length = file.file_size() - plan.old_data_offset;
     std::function<void(uint64_t)> progress;
     if (options.progress) progress = [&](uint64_t done) { options.progress(done, length); };

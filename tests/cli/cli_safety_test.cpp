@@ -299,11 +299,8 @@ class CliInterrupt : public testing::Test {
 };
 fs::path* CliInterrupt::dir_ = nullptr;
 
-// Runs gguf ARGS in `work`, stops it as soon as a temporary file appears there, sends `signal`,
-// lets it go on; returns (exit status, stderr). Status -1 when it finished before it could be
-// caught (the caller tries again).
-std::pair<int, std::string> interrupt_while_writing(const fs::path& work, const std::vector<std::string>& args, int signal) {
-  const fs::path err = work / "stderr.txt";
+// Starts gguf ARGS with stdout on /dev/null and stderr in `err`, without waiting for it.
+pid_t spawn_gguf(const std::vector<std::string>& args, const fs::path& err) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int devnull = ::open("/dev/null", O_WRONLY);
@@ -318,6 +315,20 @@ std::pair<int, std::string> interrupt_while_writing(const fs::path& work, const 
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+std::string read_text_file(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs gguf ARGS in `work`, stops it as soon as a temporary file appears there, sends `signal`,
+// lets it go on; returns (exit status, stderr). Status -1 when it finished before it could be
+// caught (the caller tries again).
+std::pair<int, std::string> interrupt_while_writing(const fs::path& work, const std::vector<std::string>& args, int signal) {
+  const fs::path err = work / "stderr.txt";
+  const pid_t pid = spawn_gguf(args, err);
   const auto has_temp = [&] {
     for (const auto& e : fs::directory_iterator(work)) {
       if (e.path().filename().string().find(".tmp-") != std::string::npos) return true;
@@ -339,8 +350,7 @@ std::pair<int, std::string> interrupt_while_writing(const fs::path& work, const 
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
-  std::ifstream in(err);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = read_text_file(err);
   fs::remove(err);
   if (!caught) return {-1, text};
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text};
@@ -410,26 +420,11 @@ TEST_F(CliInterrupt, AnInputTruncatedWhileReadIsAnError) {
     for (const auto& e : fs::directory_iterator(work)) fs::remove(e.path());
     fs::copy_file(*dir_ / "whole.gguf", in);
     const fs::path err = *dir_ / "stderr.txt";
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const int devnull = ::open("/dev/null", O_WRONLY);
-      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(devnull, 1);
-      ::dup2(e, 2);
-      std::vector<std::string> store = {GGUFKIT_CLI_PATH};
-      store.insert(store.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (auto& a : store) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    const pid_t pid = spawn_gguf(args, err);
     // Stopped once the input is mapped (it shows in /proc/PID/maps).
     bool mapped = false;
     for (int i = 0; i < 20000 && !mapped; ++i) {
-      std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-      const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
-      mapped = text.find(in.string()) != std::string::npos;
+      mapped = read_text_file("/proc/" + std::to_string(pid) + "/maps").find(in.string()) != std::string::npos;
       if (!mapped) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     ::kill(pid, SIGSTOP);
@@ -438,8 +433,7 @@ TEST_F(CliInterrupt, AnInputTruncatedWhileReadIsAnError) {
     ::kill(pid, SIGCONT);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    std::ifstream e(err);
-    const std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    const std::string text = read_text_file(err);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status << " " << text;
     EXPECT_EQ(text, "gguf: " + in.string() +
                         ": the file was truncated or became unreadable while it was read (bus error); nothing was "
