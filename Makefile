@@ -8,7 +8,7 @@
 BUILD      ?= build
 SAN_BUILD  ?= build-san
 JOBS       ?= $(shell nproc)
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 40
 PREFIX     ?= /usr/local
 SAMPLE     := samples/tiny-llama-f16.gguf
 
@@ -46,6 +46,7 @@ test-san: san
 
 fuzz: san
 	@scripts/run-fuzz.sh $(SAN_BUILD)/fuzz/fuzz_reader $(FUZZ_SECONDS)
+	@scripts/run-fuzz.sh $(SAN_BUILD)/fuzz/fuzz_safetensors $(FUZZ_SECONDS)
 
 # Every phase, timed: scripts/run-tests.sh.
 test:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A time-boxed libFuzzer run of the reader (fuzz/fuzz_reader.cpp).
+# A time-boxed libFuzzer run of one reader: fuzz/fuzz_reader.cpp (GGUF) or fuzz/fuzz_safetensors.cpp.
 #   scripts/run-fuzz.sh FUZZER SECONDS
-# Seeds: the sample model, small valid copies of it and of every corpus model (written by the
-# fuzzer's own seed mode), and the first 64 KiB of each vocab file when ../shared is present.
+# Seeds: what the fuzzer's own seed mode writes (GGUFKIT_FUZZ_WRITE_SEEDS); for the GGUF reader also
+# the sample model, small valid copies of it and of every corpus model, and the first 64 KiB of each
+# vocab file when ../shared is present. The dictionary is fuzz/<reader>.dict (gguf or safetensors).
 # Exits non-zero on any crash, leak, timeout, out-of-memory or sanitizer report; the inputs that
 # caused it are kept in fuzz/corpus-run/artifacts/ (or $GGUFKIT_FUZZ_ARTIFACTS).
 # Needs no TTY; prints one summary line (plus the report on failure).
@@ -18,7 +19,12 @@ seconds=$2
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=${GGUFKIT_SHARED_DIR:-$root/../shared}
 artifacts_keep=${GGUFKIT_FUZZ_ARTIFACTS:-$root/fuzz/corpus-run/artifacts}
-dict=$root/fuzz/gguf.dict
+name=$(basename "$fuzzer")
+case "$name" in
+  fuzz_reader) dict=$root/fuzz/gguf.dict ;;
+  fuzz_safetensors) dict=$root/fuzz/safetensors.dict ;;
+  *) echo "run-fuzz: unknown fuzzer $name (fuzz_reader or fuzz_safetensors)" >&2; exit 2 ;;
+esac
 sample=$root/samples/tiny-llama-f16.gguf
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ggufkit-fuzz.XXXXXX")
@@ -30,23 +36,27 @@ log=$work/fuzz.log
 mkdir -p "$seeds" "$corpus" "$artifacts"
 
 # --- seed corpus ---
-cp "$sample" "$seeds/"
-models=("$sample")
-if [ -d "$shared/corpus" ]; then
-  for vocab in "$shared"/corpus/vocab/*.gguf; do
-    [ -f "$vocab" ] || continue
-    head -c 65536 "$vocab" > "$seeds/$(basename "$vocab" .gguf).first64k"
-    models+=("$vocab")
-  done
-  for model in "$shared"/corpus/tiny-llama/*.gguf; do
-    [ -f "$model" ] && models+=("$model")
-  done
+models=()
+if [ "$name" = fuzz_reader ]; then
+  cp "$sample" "$seeds/"
+  models=("$sample")
+  if [ -d "$shared/corpus" ]; then
+    for vocab in "$shared"/corpus/vocab/*.gguf; do
+      [ -f "$vocab" ] || continue
+      head -c 65536 "$vocab" > "$seeds/$(basename "$vocab" .gguf).first64k"
+      models+=("$vocab")
+    done
+    for model in "$shared"/corpus/tiny-llama/*.gguf; do
+      [ -f "$model" ] && models+=("$model")
+    done
+  fi
 fi
 # Whole models are larger than -max_len and libFuzzer would cut them into prefixes that never
-# parse: the seed mode writes small complete copies instead (arrays cut to 64 elements, one block
-# per tensor) plus a seed with every value type.
+# parse: the reader's seed mode writes small complete copies instead (arrays cut to 64 elements,
+# one block per tensor) plus a seed with every value type; the safetensors fuzzer writes a few
+# small valid files and an index.
 if ! GGUFKIT_FUZZ_WRITE_SEEDS="$seeds" "$fuzzer" "${models[@]}" > "$log" 2>&1; then
-  echo "run-fuzz: FAILED writing the seed corpus" >&2
+  echo "run-fuzz: $name: FAILED writing the seed corpus" >&2
   cat "$log" >&2
   exit 1
 fi
@@ -74,7 +84,7 @@ rss=$(grep -a '^stat::peak_rss_mb:' "$log" | awk '{print $2}' | tail -1 || true)
 
 problems=$(grep -aE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|==ERROR|SUMMARY: (Address|Undefined|Leak)|fuzz_reader: [0-9]+ inconsistencies|ALARM: working on the last Unit' "$log" || true)
 if [ "$status" -ne 0 ] || [ -n "$problems" ] || [ -z "$runs" ]; then
-  echo "run-fuzz: FAILED after ${elapsed}s (exit status $status, ${runs:-?} runs)" >&2
+  echo "run-fuzz: $name: FAILED after ${elapsed}s (exit status $status, ${runs:-?} runs)" >&2
   # The report: from the first sanitizer, libFuzzer or exercise message on (not the progress lines).
   awk '/ERROR: |runtime error:|fuzz_reader: [0-9]+ inconsistencies|ALARM:|out-of-memory|==[0-9]+==/ { on = 1 }
        on && !/^\tNEW_FUNC/ { print; if (++n == 80) exit }' "$log" >&2 || true
@@ -88,4 +98,4 @@ if [ "$status" -ne 0 ] || [ -n "$problems" ] || [ -z "$runs" ]; then
   fi
   exit 1
 fi
-echo "run-fuzz: OK: ${runs} runs in ${elapsed}s, coverage ${cov:-?} edges / ${ft:-?} features, corpus ${corp:-?} inputs (from ${n_seeds} seeds, ${seed_kib} KiB), peak RSS ${rss:-?} MB"
+echo "run-fuzz: $name: OK: ${runs} runs in ${elapsed}s, coverage ${cov:-?} edges / ${ft:-?} features, corpus ${corp:-?} inputs (from ${n_seeds} seeds, ${seed_kib} KiB), peak RSS ${rss:-?} MB"

@@ -4,7 +4,8 @@
 # Phases: the packages and the oracle (skipped in well under a second when installed), the Release
 # build and the sanitizer build (clang, ASan+UBSan; the tests and the fuzzers link the same
 # library), every test of the Release build, every test but the oracle comparisons in the
-# sanitizer build (the oracle is not instrumented), and a short libFuzzer run on the reader.
+# sanitizer build (the oracle is not instrumented), and a short libFuzzer run of the GGUF and the
+# safetensors readers side by side.
 #
 # Environment: BUILD, SAN_BUILD (directories), JOBS, FUZZ_SECONDS, as the Makefile passes them.
 set -uo pipefail
@@ -13,7 +14,7 @@ cd "$root"
 release=${BUILD:-build}
 san=${SAN_BUILD:-build-san}
 jobs=${JOBS:-$(nproc)}
-fuzz_seconds=${FUZZ_SECONDS:-60}
+fuzz_seconds=${FUZZ_SECONDS:-40}
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
 
@@ -75,11 +76,22 @@ phase "release tests (all)" run_ctest "$logdir/release.log" --test-dir "$release
 count "$logdir/release.log"
 phase "sanitizer tests (all but oracle)" run_ctest "$logdir/san.log" --test-dir "$san" -LE oracle || status=1
 count "$logdir/san.log"
-if phase "libFuzzer on the reader (${fuzz_seconds}s)" scripts/run-fuzz.sh "$san/fuzz/fuzz_reader" "$fuzz_seconds"; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1)) status=1
-fi
+# The two fuzzers side by side, one per core; each counts as a test.
+fuzz_both() {
+  local rc=0
+  scripts/run-fuzz.sh "$san/fuzz/fuzz_safetensors" "$fuzz_seconds" > "$logdir/fuzz-safetensors.log" 2>&1 &
+  local other=$!
+  scripts/run-fuzz.sh "$san/fuzz/fuzz_reader" "$fuzz_seconds" || rc=1
+  wait "$other" || rc=$((rc | 2))
+  cat "$logdir/fuzz-safetensors.log"
+  fuzz_status=$rc
+  return $rc
+}
+fuzz_status=0
+phase "libFuzzer: GGUF and safetensors readers (${fuzz_seconds}s)" fuzz_both
+for bit in 1 2; do
+  if (( fuzz_status & bit )); then failed=$((failed + 1)) status=1; else passed=$((passed + 1)); fi
+done
 
 summary
 exit $status
