@@ -23,7 +23,8 @@ std::string_view severity_name(Severity severity);  // "error", "warning", "info
 
 struct Finding {
   Severity severity = Severity::error;
-  // Stable, "<area>.<name>": structure.*, metadata.*, arch.*, tokenizer.*, rope.*, lora.*, compat.*.
+  // Stable, "<area>.<name>": structure.*, metadata.*, arch.*, tokenizer.*, rope.*, lora.*, mmproj.*,
+  // split.*, compat.*.
   // The codes are part of the CLI's JSON output and never change meaning.
   std::string code;
   std::string subject;              // the key or tensor concerned, empty when none
@@ -40,7 +41,20 @@ struct CheckOptions {
   std::optional<std::filesystem::path> base;
 };
 
+// What check judged the file to be; each kind is checked by the passes that apply to it:
+//   model       every pass
+//   adapter     a LoRA adapter (general.type "adapter"): structure, metadata, lora.*, compat.*
+//   projector   a multimodal projector (general.type "mmproj", architecture "clip"): structure,
+//               metadata, mmproj.*, compat.*
+//   vocabulary  no tensors (llama.cpp's vocab_only files): structure, metadata, tokenizer.*, and
+//               the hyperparameters and RoPE keys it gives (none is required)
+//   shard       a split model's shard other than the first: its structure and tensor types (the
+//               model as a whole is checked from the first shard)
+enum class FileKind : uint8_t { model, adapter, projector, vocabulary, shard };
+std::string_view file_kind_name(FileKind kind);  // "model", "adapter", ...
+
 struct CheckReport {
+  FileKind kind = FileKind::model;
   std::vector<Finding> findings;   // in the order they were found: structure first
   // False when the file's structure was too broken to check anything past it (no metadata or
   // tensor checks ran on the part after the break).

@@ -31,6 +31,17 @@ std::string Finding::describe() const {
   return out;
 }
 
+std::string_view file_kind_name(FileKind kind) {
+  switch (kind) {
+    case FileKind::model: return "model";
+    case FileKind::adapter: return "adapter";
+    case FileKind::projector: return "projector";
+    case FileKind::vocabulary: return "vocabulary";
+    case FileKind::shard: return "shard";
+  }
+  return "model";
+}
+
 size_t CheckReport::count(Severity severity) const {
   return static_cast<size_t>(
       std::count_if(findings.begin(), findings.end(), [&](const Finding& f) { return f.severity == severity; }));
@@ -58,13 +69,54 @@ const TensorInfo* ModelUnderCheck::find_tensor(std::string_view name) const {
 
 namespace {
 
-void run_semantic_passes(const ModelUnderCheck& model, const ModelUnderCheck* base, Findings& out) {
-  check_required_metadata(model, out);
-  check_architecture(model, out);
-  check_tokenizer(model, out);
-  check_rope(model, out);
-  check_lora(model, base, out);
-  check_compatibility(model, out);
+// A shard of a split model other than the first (split.no > 0).
+bool is_later_shard(const GgufFile& file) {
+  const auto value_of = [&](std::string_view key) {
+    const auto v = file.get(key);
+    return v ? v->as_uint() : std::nullopt;
+  };
+  return value_of(keys::kSplitCount).value_or(0) > 1 && value_of(keys::kSplitNo).value_or(0) > 0;
+}
+
+FileKind kind_of(const ModelUnderCheck& model, bool later_shard) {
+  if (later_shard) return FileKind::shard;
+  if (looks_like_adapter(model)) return FileKind::adapter;
+  if (is_projector(model)) return FileKind::projector;
+  if (model.tensors.empty()) return FileKind::vocabulary;
+  return FileKind::model;
+}
+
+// The passes that apply to the kind of file (check.h, FileKind).
+void run_semantic_passes(const ModelUnderCheck& model, const ModelUnderCheck* base, FileKind kind, Findings& out) {
+  switch (kind) {
+    case FileKind::shard:
+      check_compatibility(model, out);
+      return;
+    case FileKind::adapter:
+      check_required_metadata(model, out);
+      check_lora(model, base, out);
+      check_compatibility(model, out);
+      return;
+    case FileKind::projector:
+      check_required_metadata(model, out);
+      check_projector(model, out);
+      check_compatibility(model, out);
+      return;
+    case FileKind::vocabulary:  // the hyperparameters it gives must make sense, as in a model
+      check_required_metadata(model, out);
+      check_architecture(model, out);
+      check_tokenizer(model, out);
+      check_rope(model, out);
+      return;
+    case FileKind::model:
+      check_required_metadata(model, out);
+      check_architecture(model, out);
+      check_tokenizer(model, out);
+      check_rope(model, out);
+      check_lora(model, base, out);  // with --base: says that the file is a model, not an adapter
+      check_compatibility(model, out);
+      return;
+  }
 }
 
 void add_tensors(const GgufFile& file, ModelUnderCheck& model) {
@@ -98,8 +150,7 @@ struct Shard {
 
 // The other shards of a split model whose first shard is `first`: each one's structure, and the
 // model's consistency as llama.cpp's loader checks it. Returns the shards that parsed.
-std::vector<Shard> check_other_shards(const std::filesystem::path& path, const GgufFile& first, CheckReport& report,
-                                      Findings& out) {
+std::vector<Shard> check_other_shards(const std::filesystem::path& path, const GgufFile& first, Findings& out) {
   std::vector<Shard> shards;
   const auto uint_of = [&](std::string_view key) -> std::optional<uint64_t> {
     const auto v = first.get(key);
@@ -110,11 +161,10 @@ std::vector<Shard> check_other_shards(const std::filesystem::path& path, const G
   const KeyValue* count_kv = first.find(keys::kSplitCount);
   const auto no = uint_of(keys::kSplitNo);
   if (no && *no != 0) {
-    out.warning("split.not_first_shard", keys::kSplitNo, first.find(keys::kSplitNo)->offset,
-                fmt::format("this is shard {} of {}: only its structure was checked; check the first shard "
-                            "(-00001-of-) to check the whole model",
-                            *no + 1, *count));
-    report.complete = false;
+    out.info("split.not_first_shard", keys::kSplitNo, first.find(keys::kSplitNo)->offset,
+             fmt::format("this is shard {} of {}: its structure and tensor types were checked; check the first "
+                         "shard (-00001-of-) to check the whole model",
+                         *no + 1, *count));
     return shards;
   }
   const auto n = static_cast<uint32_t>(std::min<uint64_t>(*count, kMaxShards));
@@ -167,7 +217,12 @@ CheckReport check_bytes(std::span<const std::byte> bytes, const CheckOptions& op
     check::ModelUnderCheck model;
     model.metadata = &*file;
     check::add_tensors(*file, model);
-    check::run_semantic_passes(model, nullptr, findings);
+    report.kind = check::kind_of(model, check::is_later_shard(*file));
+    if (report.kind == FileKind::shard) {
+      findings.info("split.not_first_shard", keys::kSplitNo, file->find(keys::kSplitNo)->offset,
+                    "this is a shard other than the first: its structure and tensor types were checked");
+    }
+    check::run_semantic_passes(model, nullptr, report.kind, findings);
   } else {
     report.complete = false;
   }
@@ -196,20 +251,21 @@ Expected<CheckReport> check_file(const std::filesystem::path& path, const CheckO
     report.findings = findings.take();
     return report;
   }
-  const auto shards = check::check_other_shards(path, *file, report, findings);
+  const auto shards = check::check_other_shards(path, *file, findings);
   check::ModelUnderCheck model;
   model.metadata = &*file;
   check::add_tensors(*file, model);
   for (const auto& shard : shards) {
     if (shard.file) check::add_tensors(*shard.file, model);
   }
+  report.kind = check::kind_of(model, check::is_later_shard(*file));
   std::optional<check::ModelUnderCheck> base_model;
   if (base) {
     base_model.emplace();
     base_model->metadata = &*base;
     check::add_tensors(*base, *base_model);
   }
-  check::run_semantic_passes(model, base_model ? &*base_model : nullptr, findings);
+  check::run_semantic_passes(model, base_model ? &*base_model : nullptr, report.kind, findings);
   report.findings = findings.take();
   return report;
 }

@@ -68,6 +68,12 @@ void check_tokenizer(const ModelUnderCheck& model, Findings& out);          // t
 void check_rope(const ModelUnderCheck& model, Findings& out);               // rope.*
 // adapter.* checks; with a base, every lora_a/lora_b pair against the base's tensors.
 void check_lora(const ModelUnderCheck& adapter, const ModelUnderCheck* base, Findings& out);  // lora.*
+void check_projector(const ModelUnderCheck& model, Findings& out);          // mmproj.*
 void check_compatibility(const ModelUnderCheck& model, Findings& out);      // compat.*
+
+// What a file is (CheckReport::kind) decides which passes apply: general.type "adapter", an
+// adapter.type key or lora_a/lora_b tensors; general.type "mmproj" or the "clip" architecture.
+bool looks_like_adapter(const ModelUnderCheck& model);
+bool is_projector(const ModelUnderCheck& model);
 
 }  // namespace ggufkit::check

@@ -29,14 +29,6 @@ std::optional<uint64_t> offset_of(const ModelUnderCheck& model, std::string_view
   return kv ? std::optional<uint64_t>(kv->offset) : std::nullopt;
 }
 
-bool looks_like_adapter(const ModelUnderCheck& model) {
-  if (model.meta().type() == std::string_view("adapter") || model.find(kAdapterType)) return true;
-  for (const TensorInfo* t : model.tensors) {
-    if (t->name.ends_with(kLoraASuffix) || t->name.ends_with(kLoraBSuffix)) return true;
-  }
-  return false;
-}
-
 // A string key llama.cpp reads with gguf_get_val_str (which aborts on another type). Returns ""
 // when absent, as llama.cpp does, and nullopt when unreadable.
 std::optional<std::string_view> string_key(const ModelUnderCheck& model, std::string_view key, Findings& out) {
@@ -195,6 +187,14 @@ void check_against_base(const ModelUnderCheck& adapter, const ModelUnderCheck& b
 }
 
 }  // namespace
+
+bool looks_like_adapter(const ModelUnderCheck& model) {
+  if (model.meta().type() == std::string_view("adapter") || model.find(kAdapterType)) return true;
+  for (const TensorInfo* t : model.tensors) {
+    if (t->name.ends_with(kLoraASuffix) || t->name.ends_with(kLoraBSuffix)) return true;
+  }
+  return false;
+}
 
 void check_lora(const ModelUnderCheck& adapter, const ModelUnderCheck* base, Findings& out) {
   const bool adapter_like = looks_like_adapter(adapter);

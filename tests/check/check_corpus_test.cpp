@@ -98,11 +98,13 @@ TEST(CheckCorpus, ShardsNamedOrGivenWrongly) {
     }
     return false;
   };
-  // A later shard alone: its structure, and a pointer to the first.
+  // A later shard alone: its structure and types, and a pointer to the first (file_kind_test.cpp
+  // has its whole report).
   auto second = check_file(plan->shards[1].path);
   ASSERT_TRUE(second);
   EXPECT_TRUE(has(*second, "split.not_first_shard")) << described(*second);
-  EXPECT_FALSE(second->complete);
+  EXPECT_EQ(second->kind, FileKind::shard);
+  EXPECT_TRUE(second->complete);
   // The first shard renamed: llama.cpp cannot find the others.
   const fs::path renamed = dir / "renamed.gguf";
   fs::copy_file(plan->shards[0].path, renamed);

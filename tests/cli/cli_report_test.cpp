@@ -141,7 +141,8 @@ TEST(CliReport, CheckFindingsAndVerdict) {
   EXPECT_EQ(t.err, "");
   EXPECT_EQ(t.out, text);
 
-  const json expected = {{"findings", findings}, {"file", p.string()}, {"passed", false},   {"strict", false},
+  ASSERT_EQ(report.kind, ggufkit::FileKind::model);
+  const json expected = {{"findings", findings}, {"file", p.string()}, {"kind", "model"}, {"passed", false},   {"strict", false},
                          {"complete", report.complete}, {"errors", errors}, {"warnings", warnings}, {"infos", notes}};
   const CommandResult j = run_gguf({"check", "--json", p.string()});
   EXPECT_EQ(j.exit_code, 1);

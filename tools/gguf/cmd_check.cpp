@@ -22,6 +22,18 @@ struct CheckArgs {
   bool strict = false;
 };
 
+// How the verdict line names what the file was checked as; nothing for a model.
+std::string check_kind_text(ggufkit::FileKind kind) {
+  switch (kind) {
+    case ggufkit::FileKind::model: return "";
+    case ggufkit::FileKind::adapter: return " (LoRA adapter)";
+    case ggufkit::FileKind::projector: return " (multimodal projector)";
+    case ggufkit::FileKind::vocabulary: return " (vocabulary only)";
+    case ggufkit::FileKind::shard: return " (shard of a split model)";
+  }
+  return "";
+}
+
 // The findings, one line each, then the verdict.
 void print_report(Printer& p, const std::string& file, const CheckReport& report, bool strict) {
   p.begin_object().begin_array("findings");
@@ -39,6 +51,7 @@ void print_report(Printer& p, const std::string& file, const CheckReport& report
   const bool passed = report.passed(strict);
   p.begin_line();
   p.field("file", file, file);
+  p.field("kind", ggufkit::file_kind_name(report.kind), check_kind_text(report.kind));
   p.field("passed", passed, passed ? ": OK (" : ": FAILED (");
   p.field("strict", strict);
   p.field("complete", report.complete);
