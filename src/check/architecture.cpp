@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <string>
+#include <tuple>
 #include <unordered_set>
+#include <vector>
 
 #include "architecture_table.h"
 #include "check_internal.h"
@@ -249,7 +252,7 @@ class Hyperparameters {
     };
     set_variable(v, "n_embd", n_embd);
     set_variable(v, "n_vocab", vocabulary_size());
-    set_variable(v, "n_ctx", to_signed(scalar("context_length")));
+    set_variable(v, "n_ctx", positive(to_signed(scalar("context_length"))));
     set_variable(v, "n_head", n_head);
     set_variable(v, "n_head_kv", n_head_kv);
     set_variable(v, "head_k", head_k);
@@ -304,6 +307,143 @@ class Hyperparameters {
   const ArchSpec& spec_;
 };
 
+// ---- the types the loader reads keys as ----
+
+// How llama.cpp's loader reads a key: get_key into a scalar of the type; get_key_or_arr into one
+// value per layer (a uint32, or an array of uint32, int32 or bool); or the get_key_or_arr overload
+// that takes a uint32 and ignores an array (sliding_window_pattern).
+enum class KeyForm : uint8_t { scalar, per_layer, scalar_or_ignored_array };
+
+struct LoaderKey {
+  std::string_view suffix;
+  ValueType type;
+  KeyForm form = KeyForm::scalar;
+};
+
+// Every "{arch}.<suffix>" key the architecture pass checks the type of, with the type of the
+// hparams field llama.cpp reads it into (src/llama-hparams.h). The rope.* keys are the RoPE pass's.
+constexpr LoaderKey kLoaderKeys[] = {
+    {"context_length", ValueType::UInt32},
+    {"embedding_length", ValueType::UInt32},
+    {"embedding_length_out", ValueType::UInt32},
+    {"attention.causal", ValueType::Bool},
+    {"pooling_type", ValueType::UInt32},
+    {"block_count", ValueType::UInt32},
+    {"nextn_predict_layers", ValueType::UInt32},
+    {"expert_count", ValueType::UInt32},
+    {"expert_used_count", ValueType::UInt32, KeyForm::per_layer},
+    {"expert_group_count", ValueType::UInt32},
+    {"expert_group_used_count", ValueType::UInt32},
+    {"feed_forward_length", ValueType::UInt32, KeyForm::per_layer},
+    {"attention.head_count", ValueType::UInt32, KeyForm::per_layer},
+    {"attention.head_count_kv", ValueType::UInt32, KeyForm::per_layer},
+    {"attention.key_length", ValueType::UInt32},
+    {"attention.value_length", ValueType::UInt32},
+    {"attention.key_length_swa", ValueType::UInt32},
+    {"attention.value_length_swa", ValueType::UInt32},
+    {"rope.dimension_count_swa", ValueType::UInt32},
+    {"vocab_size", ValueType::UInt32},
+    {"attention.layer_norm_rms_epsilon", ValueType::Float32},
+    {"attention.layer_norm_epsilon", ValueType::Float32},
+    {"expert_feed_forward_length", ValueType::UInt32, KeyForm::per_layer},
+    {"expert_shared_feed_forward_length", ValueType::UInt32},
+    {"attention.sliding_window", ValueType::UInt32},
+    {"attention.sliding_window_pattern", ValueType::UInt32, KeyForm::scalar_or_ignored_array},
+    {"rope.freq_base_swa", ValueType::Float32},
+    {"attn_logit_softcapping", ValueType::Float32},
+    {"final_logit_softcapping", ValueType::Float32},
+};
+
+// What load_hparams (src/llama-model.cpp) reads for every architecture before its own keys.
+constexpr std::string_view kEveryArchitectureKeys[] = {
+    "context_length",       "embedding_length",        "embedding_length_out",    "attention.causal",
+    "pooling_type",         "block_count",             "nextn_predict_layers",    "expert_count",
+    "expert_used_count",    "expert_group_count",      "expert_group_used_count", "feed_forward_length",
+    "attention.head_count", "attention.head_count_kv", "attention.key_length",    "attention.value_length",
+    "attention.key_length_swa", "attention.value_length_swa", "rope.dimension_count_swa",
+};
+
+const LoaderKey* find_loader_key(std::string_view suffix) {
+  for (const LoaderKey& k : kLoaderKeys) {
+    if (k.suffix == suffix) return &k;
+  }
+  return nullptr;
+}
+
+// ggml's names of the value types (gguf_type_name), as llama.cpp's messages print them.
+std::string_view gguf_type_name(ValueType type) {
+  switch (type) {
+    case ValueType::UInt8: return "u8";
+    case ValueType::Int8: return "i8";
+    case ValueType::UInt16: return "u16";
+    case ValueType::Int16: return "i16";
+    case ValueType::UInt32: return "u32";
+    case ValueType::Int32: return "i32";
+    case ValueType::Float32: return "f32";
+    case ValueType::Bool: return "bool";
+    case ValueType::String: return "str";
+    case ValueType::Array: return "arr";
+    case ValueType::UInt64: return "u64";
+    case ValueType::Int64: return "i64";
+    case ValueType::Float64: return "f64";
+  }
+  return "?";
+}
+
+// "an int32", "a uint32", "an array".
+std::string with_article(std::string_view type_name) {
+  const bool vowel = !type_name.empty() && std::string_view("aeio").find(type_name[0]) != std::string_view::npos;
+  return fmt::format("{} {}", vowel ? "an" : "a", type_name);
+}
+
+// One key against the type the loader reads it as; false (after the finding) when it cannot.
+bool key_type_ok(const KeyValue& kv, const LoaderKey& want, Findings& out) {
+  const ValueType type = kv.value.type();
+  if (type == ValueType::Array && want.form != KeyForm::scalar) {
+    if (want.form == KeyForm::scalar_or_ignored_array) return true;
+    const ValueType element = kv.value.as_array()->element_type();
+    if (element == ValueType::UInt32 || element == ValueType::Int32 || element == ValueType::Bool) return true;
+    const bool other_array = element == ValueType::UInt64 || element == ValueType::Float32 || element == ValueType::String;
+    out.error("arch.wrong_type", kv.key, kv.offset,
+              fmt::format("'{}' is an array of {}, but llama.cpp takes one uint32 per layer (an array of uint32, "
+                          "int32 or bool) and refuses the file (\"{}\"); write the array as uint32",
+                          kv.key, value_type_name(element),
+                          other_array ? fmt::format("{} has wrong array element type {}", kv.key, gguf_type_name(element))
+                                      : fmt::format("{} is not a string/float32/uint32/int32/uint64 array", kv.key)));
+    return false;
+  }
+  if (type == want.type) return true;
+  out.error("arch.wrong_type", kv.key, kv.offset,
+            fmt::format("'{}' is {}, but llama.cpp reads it as a {} and refuses the file (\"key {} has wrong type {} "
+                        "but expected type {}\"); set it again with gguf set --type {}",
+                        kv.key, with_article(value_type_name(type)), value_type_name(want.type), kv.key,
+                        gguf_type_name(type), gguf_type_name(want.type), value_type_name(want.type)));
+  return false;
+}
+
+// The types of every key the loader reads for `arch`: those of every architecture, and with a
+// table, the architecture's own. Returns the suffixes of the keys that failed, so that the range
+// checks do not report them again.
+std::vector<std::string_view> check_key_types(const ModelUnderCheck& model, std::string_view arch, const ArchSpec* spec,
+                                              Findings& out) {
+  std::vector<std::string_view> suffixes(std::begin(kEveryArchitectureKeys), std::end(kEveryArchitectureKeys));
+  if (spec) {
+    for (const auto* list : {&spec->required_keys, &spec->shape_keys, &spec->optional_keys}) {
+      for (std::string_view suffix : *list) {
+        if (std::find(suffixes.begin(), suffixes.end(), suffix) == suffixes.end()) suffixes.push_back(suffix);
+      }
+    }
+  }
+  std::vector<std::string_view> failed;
+  for (std::string_view suffix : suffixes) {
+    const LoaderKey* want = find_loader_key(suffix);
+    const KeyValue* kv = model.find(fmt::format("{}.{}", arch, suffix));
+    if (!want || !kv) continue;
+    if (!key_type_ok(*kv, *want, out)) failed.push_back(suffix);
+  }
+  return failed;
+}
+
 constexpr std::string_view kReconvert =
     "the file was probably written by a converter for a different version or edited by hand; convert the model "
     "again or correct the key with gguf set";
@@ -350,6 +490,11 @@ void check_layer_array(const Hyperparameters& hp, std::string_view suffix, const
 void check_hyperparameters(const ModelUnderCheck& model, const ArchSpec& spec, const Hyperparameters& hp,
                            bool vocabulary_only, Findings& out) {
   const std::string_view arch = spec.name;
+  // Wrong types first: a key llama.cpp cannot read is reported once, as that.
+  const std::vector<std::string_view> mistyped = check_key_types(model, arch, &spec, out);
+  const auto readable = [&](std::string_view suffix) {
+    return std::find(mistyped.begin(), mistyped.end(), suffix) == mistyped.end();
+  };
   // llama.cpp's load_hparams stops after the vocabulary for a vocabulary-only load: such files
   // need none of the model's keys, but the values they do give must still make sense.
   if (!vocabulary_only) {
@@ -368,7 +513,14 @@ void check_hyperparameters(const ModelUnderCheck& model, const ArchSpec& spec, c
     }
   }
 
-  if (hp.kv("block_count")) {
+  if (const auto n_ctx = hp.scalar("context_length"); n_ctx && *n_ctx == 0 && readable("context_length")) {
+    bad_key(hp, "context_length", out,
+            fmt::format("'{}' is 0: llama.cpp loads the model, but refuses a context of the default size, which is "
+                        "this one (\"n_ctx and model->hparams.n_ctx_train cannot both be zero\"); set the context "
+                        "length the model was trained with",
+                        hp.key("context_length")));
+  }
+  if (hp.kv("block_count") && readable("block_count")) {
     if (!hp.block_count) {
       bad_key(hp, "block_count", out, fmt::format("'{}' is not an unsigned integer; {}", hp.key("block_count"), kReconvert));
     } else if (!hp.valid_block_count) {
@@ -378,17 +530,19 @@ void check_hyperparameters(const ModelUnderCheck& model, const ArchSpec& spec, c
     }
   }
   const auto n_embd = hp.scalar("embedding_length");
-  if (hp.kv("embedding_length") && n_embd.value_or(0) == 0) {
+  if (hp.kv("embedding_length") && readable("embedding_length") && n_embd.value_or(0) == 0) {
     bad_key(hp, "embedding_length", out,
             fmt::format("'{}' must be a positive integer: every tensor of the model is sized by it; {}",
                         hp.key("embedding_length"), kReconvert));
   }
 
-  check_layer_array(hp, "attention.head_count", hp.head_count, true, spec, out);
-  check_layer_array(hp, "attention.head_count_kv", hp.head_count_kv, true, spec, out);
-  check_layer_array(hp, "feed_forward_length", hp.feed_forward_length, true, spec, out);
-  check_layer_array(hp, "expert_feed_forward_length", hp.expert_feed_forward_length, true, spec, out);
-  check_layer_array(hp, "expert_used_count", hp.expert_used_count, false, spec, out);
+  for (const auto& [suffix, values, shapes] : {std::tuple{"attention.head_count", &hp.head_count, true},
+                                               std::tuple{"attention.head_count_kv", &hp.head_count_kv, true},
+                                               std::tuple{"feed_forward_length", &hp.feed_forward_length, true},
+                                               std::tuple{"expert_feed_forward_length", &hp.expert_feed_forward_length, true},
+                                               std::tuple{"expert_used_count", &hp.expert_used_count, false}}) {
+    if (readable(suffix)) check_layer_array(hp, suffix, *values, shapes, spec, out);
+  }
 
   // Heads, layer by layer; the first bad layer is reported.
   const size_t layers = std::max({hp.head_count.values.size(), hp.head_count_kv.values.size(), size_t{1}});
@@ -675,10 +829,12 @@ void check_architecture(const ModelUnderCheck& model, Findings& out) {
   if (!arch) return;  // the metadata pass reports a missing or mistyped general.architecture
   const ArchSpec* spec = find_arch_spec(*arch);
   if (!spec) {
+    if (llama_cpp_knows_architecture(*arch)) check_key_types(model, *arch, nullptr, out);
     out.info("arch.unknown_architecture", keys::kArchitecture, arch_kv->offset,
              llama_cpp_knows_architecture(*arch)
                  ? fmt::format("llama.cpp knows architecture '{}', but gguf check has no table for it yet: its "
-                               "tensors and hyperparameters were not checked",
+                               "tensors and its own hyperparameters were not checked (the types of those every "
+                               "architecture has were)",
                                *arch)
                  : fmt::format("llama.cpp does not know architecture '{}' and will refuse to load the file; its "
                                "tensors and hyperparameters were not checked",

@@ -100,6 +100,7 @@ ArchSpec llama() {
       }),
       .required_keys = {"attention.layer_norm_rms_epsilon"},
       .shape_keys = {"attention.head_count", "feed_forward_length"},
+      .optional_keys = {"vocab_size"},
   };
 }
 
@@ -165,6 +166,7 @@ ArchSpec qwen2moe() {
       }),
       .required_keys = {"attention.layer_norm_rms_epsilon"},
       .shape_keys = {"attention.head_count"},
+      .optional_keys = {"expert_feed_forward_length", "expert_shared_feed_forward_length"},
       .defaults = {{"n_ff_exp", "n_ff/n_expert_used"}, {"n_ff_shexp", "n_ff"}},
       .needs_experts = true,
   };
@@ -186,6 +188,7 @@ ArchSpec qwen3moe() {
       }),
       .required_keys = {"attention.layer_norm_rms_epsilon"},
       .shape_keys = {"attention.head_count"},
+      .optional_keys = {"expert_feed_forward_length"},
       .defaults = {{"n_ff_exp", "n_ff/n_expert_used"}},
       .needs_experts = true,
   };
@@ -211,6 +214,8 @@ ArchSpec gemma2() {
       }),
       .required_keys = {"attention.layer_norm_rms_epsilon"},
       .shape_keys = {"attention.head_count", "feed_forward_length"},
+      .optional_keys = {"attention.sliding_window_pattern", "rope.freq_base_swa", "attention.sliding_window", "attn_logit_softcapping",
+                        "final_logit_softcapping"},
   };
 }
 
@@ -237,6 +242,8 @@ ArchSpec gemma3() {
       }),
       .required_keys = {"attention.layer_norm_rms_epsilon"},
       .shape_keys = {"attention.head_count", "feed_forward_length"},
+      .optional_keys = {"attention.sliding_window", "attention.sliding_window_pattern", "rope.freq_base_swa",
+                        "final_logit_softcapping"},
   };
 }
 
@@ -263,6 +270,7 @@ ArchSpec phi3() {
       }),
       .required_keys = {"attention.layer_norm_rms_epsilon"},
       .shape_keys = {"attention.head_count", "feed_forward_length"},
+      .optional_keys = {"attention.sliding_window"},
   };
 }
 

@@ -71,6 +71,9 @@ struct ArchSpec {
   // Keys the loader reads as optional but that size the tensors: without them llama.cpp takes 0
   // and no tensor of the model can match.
   std::vector<std::string_view> shape_keys;
+  // The other "{arch}.<suffix>" keys its load_arch_hparams reads when present (the keys every
+  // architecture reads are architecture.cpp's). Their types are checked as the loader reads them.
+  std::vector<std::string_view> optional_keys;
   std::vector<VariableDefault> defaults;
   bool needs_experts = false;      // the loader throws unless expert_count and expert_used_count > 0
   bool needs_token_types = false;  // the loader throws unless tokenizer.ggml.token_type_count > 0

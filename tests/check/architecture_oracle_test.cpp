@@ -151,6 +151,17 @@ TEST_F(LlamaCppAgrees, WhatThePassRejectsLlamaCppRefuses) {
          *m.shape_of("blk.1.attn_v.weight") = {kEmbd, kHeadDim};
        },
        "arch.bad_hyperparameter", "wrong shape"},
+      // The loader reads each key as one type (GGUFMeta's get_kv); no other is accepted.
+      {"context_length_float", [](Model& m) { m.set("llama.context_length", MetadataValue::of(2048.0f)); },
+       "arch.wrong_type", "key llama.context_length has wrong type f32 but expected type u32"},
+      {"block_count_int32", [](Model& m) { m.set("llama.block_count", MetadataValue::of(int32_t{2})); },
+       "arch.wrong_type", "key llama.block_count has wrong type i32 but expected type u32"},
+      {"head_count_kv_float_array",
+       [](Model& m) { m.set("llama.attention.head_count_kv", MetadataValue::array(std::vector<float>{2, 2})); },
+       "arch.wrong_type", "llama.attention.head_count_kv has wrong array element type f32"},
+      {"rms_eps_float64",
+       [](Model& m) { m.set("llama.attention.layer_norm_rms_epsilon", MetadataValue::of(1e-5)); },
+       "arch.wrong_type", "key llama.attention.layer_norm_rms_epsilon has wrong type f64 but expected type f32"},
   };
   for (const Mutation& mutation : mutations) {
     SCOPED_TRACE(mutation.name);

@@ -96,6 +96,61 @@ TEST_P(EveryArchitecture, MissingRequiredKey) {
   expect_single(check_model(no_eps), "arch.missing_hyperparameter", Severity::error, no_eps.arch + eps);
 }
 
+// Each key the loader reads, in a type it does not read it as: exactly one finding, with llama.cpp's
+// words; the checks of the key's value do not report it again.
+TEST_P(EveryArchitecture, KeysOfAnotherTypeAreWhatTheLoaderRefuses) {
+  const std::string a = GetParam().make().arch;
+  struct Case {
+    std::string suffix;
+    MetadataValue value;
+    std::string message;
+  };
+  const std::string eps = a == "gpt2" || a == "bert" ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
+  const std::vector<Case> cases = {
+      {"context_length", MetadataValue::of(float{kCtx}),
+       "'" + a + ".context_length' is a float32, but llama.cpp reads it as a uint32 and refuses the file (\"key " + a +
+           ".context_length has wrong type f32 but expected type u32\"); set it again with gguf set --type uint32"},
+      {"block_count", MetadataValue::of(int32_t{kLayers}),
+       "'" + a + ".block_count' is an int32, but llama.cpp reads it as a uint32 and refuses the file (\"key " + a +
+           ".block_count has wrong type i32 but expected type u32\"); set it again with gguf set --type uint32"},
+      {"embedding_length", MetadataValue::of(uint64_t{kEmbd}),
+       "'" + a + ".embedding_length' is a uint64, but llama.cpp reads it as a uint32 and refuses the file (\"key " + a +
+           ".embedding_length has wrong type u64 but expected type u32\"); set it again with gguf set --type uint32"},
+      {"attention.head_count", MetadataValue::array(std::vector<float>(kLayers, float{kHeads})),
+       "'" + a + ".attention.head_count' is an array of float32, but llama.cpp takes one uint32 per layer (an array of "
+           "uint32, int32 or bool) and refuses the file (\"" + a +
+           ".attention.head_count has wrong array element type f32\"); write the array as uint32"},
+      {"attention.head_count", MetadataValue::string("4"),
+       "'" + a + ".attention.head_count' is a string, but llama.cpp reads it as a uint32 and refuses the file (\"key " +
+           a + ".attention.head_count has wrong type str but expected type u32\"); set it again with gguf set --type "
+           "uint32"},
+      {eps, MetadataValue::of(1e-5),
+       "'" + a + "." + eps + "' is a float64, but llama.cpp reads it as a float32 and refuses the file (\"key " + a + "." +
+           eps + " has wrong type f64 but expected type f32\"); set it again with gguf set --type float32"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.suffix);
+    Model m = GetParam().make();
+    m.set(a + "." + c.suffix, c.value);
+    const auto findings = check_model(m);
+    expect_single(findings, "arch.wrong_type", Severity::error, a + "." + c.suffix);
+    if (findings.size() == 1) {
+      EXPECT_EQ(findings[0].message, c.message);
+      EXPECT_TRUE(findings[0].offset.has_value());
+    }
+  }
+}
+
+TEST_P(EveryArchitecture, ZeroContextLength) {
+  Model m = GetParam().make();
+  m.set_u32("context_length", 0);
+  const auto findings = check_model(m);
+  expect_single(findings, "arch.bad_hyperparameter", Severity::error, m.arch + ".context_length");
+  if (!findings.empty()) {
+    EXPECT_NE(findings[0].message.find("n_ctx and model->hparams.n_ctx_train cannot both be zero"), std::string::npos);
+  }
+}
+
 TEST_P(EveryArchitecture, VocabularyOnlyCopyHasOneInfoAndNoTensorChecks) {
   Model m = GetParam().make();
   m.tensors.clear();
@@ -321,6 +376,32 @@ TEST(ArchitectureScope, UnknownArchitectureGetsOneInfo) {
     m.add("blk.0.whatever", {3});
     expect_single(check_model(m), "arch.unknown_architecture", Severity::info, "general.architecture");
   }
+}
+
+// An architecture's own keys are checked where its loader reads them, and only there.
+TEST(ArchitectureScope, KeysOnlySomeArchitecturesReadAreTypedForThem) {
+  Model gemma = gemma2_model();
+  gemma.set("gemma2.final_logit_softcapping", MetadataValue::of(30.0));
+  expect_single(check_model(gemma), "arch.wrong_type", Severity::error, "gemma2.final_logit_softcapping");
+  Model sliding = gemma2_model();
+  sliding.set("gemma2.attention.sliding_window_pattern", MetadataValue::array(std::vector<float>{1.0f, 0.0f}));
+  EXPECT_TRUE(check_model(sliding).empty()) << "the loader ignores an array there";
+  Model llama = llama_model();
+  llama.set("llama.final_logit_softcapping", MetadataValue::of(30.0));  // llama's loader never reads it
+  EXPECT_TRUE(check_model(llama).empty());
+}
+
+// An architecture without a table still gets the types of the keys every architecture reads.
+TEST(ArchitectureScope, KnownArchitectureWithoutATableHasItsCommonKeysTyped) {
+  Model m = llama_model();
+  m.set("general.architecture", MetadataValue::string("falcon"));
+  m.set("falcon.context_length", MetadataValue::of(2048.0f));
+  m.set("falcon.attention.layer_norm_epsilon", MetadataValue::of(1e-5));  // falcon's own: not in a table here
+  const auto findings = check_model(m);
+  ASSERT_EQ(findings.size(), 2u) << describe_all(findings);
+  EXPECT_EQ(findings[0].code, "arch.wrong_type");
+  EXPECT_EQ(findings[0].subject, "falcon.context_length");
+  EXPECT_EQ(findings[1].code, "arch.unknown_architecture");
 }
 
 TEST(ArchitectureScope, VocabularyOnlyStillChecksTheValuesItGives) {
