@@ -35,6 +35,14 @@ struct OpenOptions {
   // the raw id, size 0), tensors with an impossible shape (shape [0], size 0), misplaced tensor
   // data (tensor_data() is empty when the bytes are not inside the file).
   std::function<bool(const Error&)> on_problem;
+  // Accept a metadata-only file: tensor infos whose data is not in the file at all (the file ends
+  // where the data section would start, after the padding), as llama.cpp's
+  // gguf_write_to_file(..., only_meta = true) writes and its parser reads when no data is asked
+  // for. GgufFile::has_tensor_data() is then false and tensor_data() empty for every tensor; the
+  // tensors' offsets are still checked. Without it such a file is refused (data_out_of_bounds,
+  // saying it is metadata-only): commands that need the data (extract, hash, quantize, merge...)
+  // leave it off; those that show the metadata (info, dump, get, check) turn it on.
+  bool allow_metadata_only = false;
 };
 
 struct KeyValue {
@@ -120,6 +128,8 @@ class GgufFile {
     }
     return bytes_.subspan(data_offset_ + tensor.offset, tensor.size);
   }
+  // False for a metadata-only file (OpenOptions::allow_metadata_only) that has tensors.
+  bool has_tensor_data() const { return !metadata_only_; }
   // Sum of the tensors' sizes (without padding).
   uint64_t tensor_bytes() const;
   // Done with a tensor's bytes for now: a mapped file's pages of it leave the process's resident
@@ -139,6 +149,7 @@ class GgufFile {
   uint32_t alignment_ = kDefaultAlignment;
   uint64_t header_size_ = 0;
   uint64_t data_offset_ = 0;
+  bool metadata_only_ = false;
   std::vector<KeyValue> kvs_;
   std::vector<size_t> kv_by_key_;            // indices of kvs_ sorted by key, for find()
   std::vector<TensorInfo> tensors_;

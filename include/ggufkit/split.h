@@ -121,6 +121,8 @@ class SplitModel {
   // Sum of the tensors' sizes (without padding) and of the files' sizes.
   uint64_t tensor_bytes() const;
   uint64_t file_bytes() const;
+  // False when a shard is a metadata-only file (OpenOptions::allow_metadata_only).
+  bool has_tensor_data() const;
 
  private:
   SplitModel() = default;

@@ -128,6 +128,7 @@ void add_tensors(const GgufFile& file, ModelUnderCheck& model) {
 std::optional<GgufFile> check_structure(std::span<const std::byte> bytes, Findings& out) {
   std::vector<Error> problems;
   OpenOptions options;
+  options.allow_metadata_only = true;  // reported as structure.metadata_only
   options.on_problem = [&](const Error& e) {
     problems.push_back(e);
     return true;

@@ -218,6 +218,14 @@ void check_structure_extras(const GgufFile& file, Findings& out) {
       out.warning("structure.invalid_utf8", t.name, t.info_offset, "the tensor name is not valid UTF-8");
     }
   }
+  if (!file.has_tensor_data()) {
+    out.error("structure.metadata_only", "", file.header_size(),
+              fmt::format("the file ends where the tensor data would start: it holds {} tensor infos but none of "
+                          "their data (a metadata-only file, as gguf_write_to_file writes with only_meta); "
+                          "llama.cpp's parser reads it, but no engine can load it as a model",
+                          file.tensors().size()));
+    return;
+  }
   check_bytes_around_tensors(file, out);
 }
 

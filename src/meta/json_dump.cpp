@@ -165,7 +165,8 @@ void append_dump_members(json::Writer& w, const GgufFile& file, const JsonDumpOp
   w.member("version", file.version())
       .member("alignment", file.alignment())
       .member("data_offset", file.data_offset())
-      .member("file_size", file.file_size());
+      .member("file_size", file.file_size())
+      .member("tensor_data", file.has_tensor_data());
   if (options.metadata) {
     w.key("metadata").begin_array();
     for (const KeyValue& kv : file.metadata()) write_dump_entry(w, kv);

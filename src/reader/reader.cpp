@@ -495,7 +495,21 @@ class Parser {
     f.data_offset_ = f.header_size_;
     if (f.tensors_.empty()) return {};
     const auto data_offset = checked::align_up(f.header_size_, f.alignment_);
-    if (!data_offset || *data_offset > size_) {
+    // A metadata-only file: not a byte of tensor data, the file ending where the data would start
+    // (llama.cpp's only_meta output). One cut before the padding llama.cpp refuses ("failed to seek
+    // to beginning of data section"), and so does the branch below.
+    const bool no_data = data_offset && size_ == *data_offset &&
+                         std::any_of(f.tensors_.begin(), f.tensors_.end(), [](const TensorInfo& t) { return t.size > 0; });
+    if (no_data && options_.allow_metadata_only) {
+      f.metadata_only_ = true;
+    } else if (no_data) {
+      f.data_offset_ = std::min(*data_offset, size_);
+      return recoverable(make_error(
+          ErrorCode::data_out_of_bounds, f.header_size_, {},
+          fmt::format("the file ends where the tensor data would start: it is metadata-only ({} tensor infos without "
+                      "their data, as gguf_write_to_file writes with only_meta); this needs the tensors' data",
+                      f.tensors_.size())));
+    } else if (!data_offset || *data_offset > size_) {
       f.data_offset_ = size_;  // so that no tensor's data is inside the file
       return recoverable(make_error(ErrorCode::data_out_of_bounds, f.header_size_, {},
                                     fmt::format("the data section would start past the end of the file ({} bytes)",
@@ -519,7 +533,7 @@ class Parser {
         if (!r) return r;
       }
       const auto start = checked::add(f.data_offset_, t.offset);
-      if (!start || !checked::fits(*start, t.size, size_)) {
+      if (!f.metadata_only_ && (!start || !checked::fits(*start, t.size, size_))) {
         auto r = recoverable(make_error(ErrorCode::data_out_of_bounds, offset_field, subject,
                                         fmt::format("data [{}, +{}) runs past the end of the file ({} bytes)",
                                                     start.value_or(std::numeric_limits<uint64_t>::max()), t.size,

@@ -383,6 +383,10 @@ Expected<void> write_merged(const SplitModel& model, const std::filesystem::path
   return b->write_file(out, o);
 }
 
+bool SplitModel::has_tensor_data() const {
+  return std::all_of(shards_.begin(), shards_.end(), [](const GgufFile& f) { return f.has_tensor_data(); });
+}
+
 FileSummary summarize(const SplitModel& model) {
   SummaryBuilder b;
   for (const ModelTensor& t : model.tensors()) b.add(*t.info);
@@ -407,6 +411,7 @@ void append_dump_json(std::string& out, const SplitModel& model, const JsonDumpO
         .member("alignment", f.alignment())
         .member("data_offset", f.data_offset())
         .member("file_size", f.file_size())
+        .member("tensor_data", f.has_tensor_data())
         .member("tensor_count", f.tensors().size())
         .end_object();
   }

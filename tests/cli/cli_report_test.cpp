@@ -74,6 +74,7 @@ TEST(CliReport, InfoOnTheSample) {
       {"file_type_name", "MOSTLY_F16"},
       {"file_size", f.file_size()},
       {"tensor_bytes", tensor_bytes},
+      {"tensor_data", true},
       {"parameters", 131392},
       {"tensor_count", 20},
       {"bits_per_weight", bpw},

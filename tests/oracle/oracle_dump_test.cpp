@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ggufkit/reader.h"
+#include "ggufkit/writer.h"
 #include "oracle_ggml.h"
 #include "test_support.h"
 
@@ -113,6 +114,51 @@ void compare_with_oracle(const OracleGgml& oracle, const std::filesystem::path& 
     while (shape.size() < 4) shape.push_back(1);
     EXPECT_EQ(shape, tt[i]["shape"]) << name;
   }
+}
+
+// Metadata-only files, tensor infos without data: llama.cpp's gguf_write_to_file(..., only_meta =
+// true) writes them and its parser reads them (tests/test-gguf.cpp, TENSORS_SUCCESS and
+// TENSORS_CUSTOM_ALIGN); so does `gguf dump`, saying the data is absent. The same file cut right
+// after the tensor infos, before the padding, both refuse.
+TEST(OracleDump, MetadataOnlyFilesMatchLlamaCpp) {
+  REQUIRE_ORACLE(oracle);
+  const auto& api = oracle->api();
+  const auto dir = t::temp_dir("oracle-metadata-only");
+  // The sample, and the sample with a custom alignment (64) written by our writer.
+  const auto sample = ggufkit::GgufFile::open(t::sample_model());
+  ASSERT_TRUE(sample);
+  auto aligned = ggufkit::GgufBuilder::from_file(*sample);
+  ASSERT_TRUE(aligned.set_alignment(64));
+  ggufkit::WriteOptions write;
+  write.sync = false;
+  ASSERT_TRUE(aligned.write_file(dir / "aligned.gguf", write));
+  for (const std::filesystem::path& source : {t::sample_model(), dir / "aligned.gguf"}) {
+    SCOPED_TRACE(source.string());
+    OracleGgml::gguf_context* ctx = api.gguf_init_from_file(source.c_str(), {true, nullptr});
+    ASSERT_NE(ctx, nullptr);
+    const auto meta_only = dir / ("meta-" + source.filename().string());
+    ASSERT_TRUE(api.gguf_write_to_file(ctx, meta_only.c_str(), true));
+    api.gguf_free(ctx);
+    auto ours = ggufkit::GgufFile::open(meta_only, {.allow_metadata_only = true});
+    ASSERT_TRUE(ours) << ours.error().describe();
+    EXPECT_FALSE(ours->has_tensor_data());
+    EXPECT_EQ(ours->file_size(), ours->data_offset()) << "llama.cpp writes the padding and stops";
+    compare_with_oracle(*oracle, meta_only);
+    const json dumped = json::parse(t::run_gguf({"dump", "--json", meta_only.string()}).out);
+    EXPECT_EQ(dumped["tensor_data"], false);
+
+    // Cut before the padding.
+    const auto cut = dir / ("cut-" + source.filename().string());
+    auto bytes = t::read_bytes(meta_only);
+    bytes.resize(static_cast<size_t>(ours->header_size()));
+    t::write_bytes(cut, bytes);
+    EXPECT_FALSE(oracle->accepts(cut.string()));
+    EXPECT_FALSE(ggufkit::GgufFile::open(cut, {.allow_metadata_only = true}));
+    const t::CommandResult refused = t::run_gguf({"dump", cut.string()});
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_EQ(refused.out, "");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OracleDump, SampleModelMatchesLlamaCpp) {

@@ -189,6 +189,7 @@ std::unique_ptr<OracleGgml> OracleGgml::load(std::string* why_not) {
     ok &= resolve(handle, "gguf_get_tensor_size", a.gguf_get_tensor_size, &missing);
     ok &= resolve(handle, "gguf_get_tensor_ne", a.gguf_get_tensor_ne, &missing);
     ok &= resolve(handle, "ggml_type_name", a.ggml_type_name, &missing);
+    ok &= resolve(handle, "gguf_write_to_file", a.gguf_write_to_file, &missing);
     if (!ok) {
         if (why_not != nullptr) {
             *why_not = "the oracle " + path + " lacks the symbols: " + missing;

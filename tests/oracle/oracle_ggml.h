@@ -64,6 +64,8 @@ public:
         size_t (*gguf_get_tensor_size)(const gguf_context* ctx, int64_t tensor_id) = nullptr;
         const int64_t* (*gguf_get_tensor_ne)(const gguf_context* ctx, int64_t tensor_id) = nullptr;
         const char* (*ggml_type_name)(int type) = nullptr;
+        // gguf_write_to_file(ctx, fname, only_meta): llama.cpp's own writer.
+        bool (*gguf_write_to_file)(const gguf_context* ctx, const char* fname, bool only_meta) = nullptr;
         // Optional (null when the library does not export it): silences / captures ggml's log.
         void (*ggml_log_set)(LogCallback callback, void* user_data) = nullptr;
     };

@@ -24,7 +24,7 @@ struct DumpArgs {
 constexpr ValueTextLimits kDumpLimits{120, 8, 120};
 
 int run_dump(const DumpArgs& args) {
-  auto model = ggufkit::SplitModel::open(args.file);
+  auto model = ggufkit::SplitModel::open(args.file, metadata_only_ok());
   if (!model) {
     report_error(args.file, model.error());
     return kUsageOrIoError;
@@ -39,6 +39,7 @@ int run_dump(const DumpArgs& args) {
   p->field("alignment", file.alignment(), fmt::format(" · alignment {}", file.alignment()));
   p->field("data_offset", file.data_offset(), fmt::format(" · data offset {}", file.data_offset()));
   p->field("file_size", file.file_size(), fmt::format(" · {} bytes", file.file_size()));
+  p->field("tensor_data", file.has_tensor_data(), file.has_tensor_data() ? "" : kNoTensorData);
   p->end_line();
 
   p->text(fmt::format("{} metadata entries:", file.metadata().size())).begin_array("metadata");
@@ -75,6 +76,7 @@ int run_dump(const DumpArgs& args) {
       p->field("path", path, path).field("version", f.version()).field("alignment", f.alignment());
       p->field("data_offset", f.data_offset(), fmt::format(" · data offset {}", f.data_offset()));
       p->field("file_size", f.file_size(), fmt::format(" · {} bytes", f.file_size()));
+      p->field("tensor_data", f.has_tensor_data(), f.has_tensor_data() ? "" : kNoTensorData);
       p->field("tensor_count", f.tensors().size(), fmt::format(" · {} tensors", f.tensors().size()));
       p->end_line().end_object();
     }

@@ -21,11 +21,11 @@ Runner register_get(CLI::App& app) {
   cmd->add_option("key", args->key, "Metadata key")->required();
   cmd->add_flag("--json", args->json, "Print the value as JSON (strings quoted and escaped)");
   return [args] {
-    const auto file = open_or_report(args->file);
+    const auto file = open_or_report(args->file, metadata_only_ok());
     if (!file) return static_cast<int>(kUsageOrIoError);
     const ggufkit::KeyValue* kv = file->find(args->key);
     if (kv == nullptr) {
-      fmt::print(stderr, "gguf: {}: no key '{}'\n", args->file, args->key);
+      fmt::print(stderr, "gguf: {}: no key '{}'\n", terminal_safe(args->file), terminal_safe(args->key));
       return static_cast<int>(kProblemFound);
     }
     if (!args->json && kv->value.type() == ggufkit::ValueType::String) {

@@ -120,6 +120,7 @@ void print_info(Printer& p, const std::string& path, const ggufkit::SplitModel& 
                       model.file_bytes()));
   p.field("tensor_bytes", s.tensor_bytes,
           fmt::format(", {} of tensors ({} bytes)", human_bytes(s.tensor_bytes), s.tensor_bytes));
+  p.field("tensor_data", model.has_tensor_data(), model.has_tensor_data() ? "" : kNoTensorData);
   p.end_line();
 
   p.begin_line(info_label("parameters"));
@@ -189,7 +190,7 @@ int run_info(const InfoArgs& args) {
   p->begin_array();
   bool first = true;
   for (const std::string& path : args.files) {
-    const auto f = ggufkit::SplitModel::open(path);
+    const auto f = ggufkit::SplitModel::open(path, metadata_only_ok());
     if (!f) {
       report_error(path, f.error());
       status = kUsageOrIoError;

@@ -22,8 +22,14 @@ void report_error(std::string_view file, const ggufkit::Error& error) {
              ggufkit::error_code_name(error.code));
 }
 
-std::optional<ggufkit::GgufFile> open_or_report(const std::string& path) {
-  auto f = ggufkit::GgufFile::open(path);
+ggufkit::OpenOptions metadata_only_ok() {
+  ggufkit::OpenOptions options;
+  options.allow_metadata_only = true;
+  return options;
+}
+
+std::optional<ggufkit::GgufFile> open_or_report(const std::string& path, const ggufkit::OpenOptions& options) {
+  auto f = ggufkit::GgufFile::open(path, options);
   if (!f) {
     report_error(path, f.error());
     return std::nullopt;

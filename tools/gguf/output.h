@@ -25,7 +25,14 @@ enum ExitCode : int { kOk = 0, kProblemFound = 1, kUsageOrIoError = 2 };
 void report_error(std::string_view file, const ggufkit::Error& error);
 
 // Opens a file, reporting any error; nullopt when it could not be read.
-std::optional<ggufkit::GgufFile> open_or_report(const std::string& path);
+std::optional<ggufkit::GgufFile> open_or_report(const std::string& path, const ggufkit::OpenOptions& options = {});
+
+// The reading options of the verbs that show metadata (info, dump, get): a metadata-only file
+// (tensor infos without data) opens, and they say the data is absent. The verbs that need the data
+// open with the defaults, which refuse such a file.
+ggufkit::OpenOptions metadata_only_ok();
+// What the text output appends for a file without tensor data.
+inline constexpr std::string_view kNoTensorData = " · tensor data absent (a metadata-only file)";
 
 // Whether every output may be written under `policy` (AtomicFile::check); reports the first that
 // may not. Verbs call it before any work, dry runs included, so that a refusal comes first.
