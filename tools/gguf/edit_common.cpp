@@ -76,14 +76,14 @@ bool append_extra_changes(const EditTarget& target, std::vector<MetadataChange>&
   return true;
 }
 
-std::optional<std::optional<ggufkit::EditLock>> lock_for_edit(const EditTarget& target) {
-  if (target.dry_run) return std::optional<ggufkit::EditLock>();
+HeldEditLock lock_for_edit(const EditTarget& target) {
+  if (target.dry_run) return {.acquired = true, .lock = std::nullopt};
   auto lock = ggufkit::EditLock::acquire(target.file);
   if (!lock) {
     report_error(target.file, lock.error());
-    return std::nullopt;
+    return {};
   }
-  return std::optional<ggufkit::EditLock>(std::move(lock).value());
+  return {.acquired = true, .lock = std::move(lock).value()};
 }
 
 int run_edit(const EditTarget& target, const std::vector<MetadataChange>& changes) {

@@ -31,9 +31,14 @@ void add_edit_options(CLI::App& cmd, EditTarget& target);
 // Appends the --rm and --rename changes; false (after a message) when one is malformed.
 bool append_extra_changes(const EditTarget& target, std::vector<ggufkit::MetadataChange>& changes);
 
-// The edit lock on target.file (ggufkit::EditLock), taken before the file is read; none for a dry
-// run. nullopt (after a message) when it cannot be taken.
-std::optional<std::optional<ggufkit::EditLock>> lock_for_edit(const EditTarget& target);
+// The edit lock on target.file (ggufkit::EditLock), taken before the file is read and held until
+// the edit is written; a dry run takes none. False (after a message) when it cannot be taken.
+struct HeldEditLock {
+  bool acquired = false;
+  std::optional<ggufkit::EditLock> lock;  // empty for a dry run
+  explicit operator bool() const { return acquired; }
+};
+HeldEditLock lock_for_edit(const EditTarget& target);
 
 // Plans, reports (stdout) and applies (unless --dry-run) the changes. Returns the exit code. The
 // first form opens target.file; the second takes it already open (set reads types from it first).
