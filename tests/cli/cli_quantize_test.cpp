@@ -4,6 +4,9 @@
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include <signal.h>
 #include <spawn.h>
@@ -64,6 +67,32 @@ TEST(CliQuantize, DryRunPrintsThePlanAndWritesNothing) {
   EXPECT_NE(r.out.find("blk.0.attn_q.weight"), std::string::npos);
   EXPECT_NE(r.out.find("q5_0"), std::string::npos);
   EXPECT_NE(r.out.find("tensor data:"), std::string::npos);
+  EXPECT_EQ(files_in(dir), 0u);
+  fs::remove_all(dir);
+}
+
+// llama-quantize's numbers name its presets (try_parse_ftype): 15 is Q4_K_M, 7 Q8_0, 0 F32; a number
+// that names no preset is refused with the same line as a name that names none.
+TEST(CliQuantize, PresetNumbersAreLlamaQuantizes) {
+  const auto dir = temp_dir("quantize-numbers");
+  const std::string in = sample_model().string(), out = (dir / "x.gguf").string();
+  for (const auto& [number, name] : {std::pair{"15", "Q4_K_M"}, std::pair{"7", "q8_0"}, std::pair{"0", "F32"},
+                                     std::pair{"30", "IQ4_XS"}}) {
+    SCOPED_TRACE(number);
+    const CommandResult by_number = run_gguf({"quantize", in, out, number, "--dry-run"});
+    const CommandResult by_name = run_gguf({"quantize", in, out, name, "--dry-run"});
+    EXPECT_EQ(by_number.exit_code, 0) << by_number.err;
+    EXPECT_EQ(by_number.exit_code, by_name.exit_code);
+    EXPECT_EQ(by_number.out, by_name.out);
+    EXPECT_EQ(by_number.err, by_name.err);
+  }
+  for (const char* bad : {"999", "4", "1024", "12345"}) {  // undefined, removed, guessed, too long
+    SCOPED_TRACE(bad);
+    const CommandResult r = run_gguf({"quantize", in, out, bad, "--dry-run"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, fmt::format("gguf: '{}' is not a quantization type (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...)\n", bad));
+  }
   EXPECT_EQ(files_in(dir), 0u);
   fs::remove_all(dir);
 }

@@ -2,6 +2,7 @@
 // options]: llama-quantize's job, byte for byte.
 // Without --pure, TYPE's preset chooses each tensor's type as llama-quantize does (Q4_K_M gives some
 // tensors Q6_K...).
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -32,9 +33,13 @@ struct QuantizeArgs {
   unsigned threads = 0;
 };
 
-// TYPE is a llama_ftype name (Q4_K_M, mostly_q4_k_m) or a tensor type name (q4_K: llama-quantize's
-// alias for Q4_K_M), in any case.
+// TYPE is a llama_ftype name (Q4_K_M, mostly_q4_k_m), its number as llama-quantize takes it (15), or
+// a tensor type name (q4_K: llama-quantize's alias for Q4_K_M), in any case.
 std::optional<uint32_t> resolve_file_type(const std::string& name) {
+  if (!name.empty() && name.size() <= 4 && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    const auto id = static_cast<uint32_t>(std::stoul(name));
+    return ggufkit::find_file_type(id) ? std::optional<uint32_t>(id) : std::nullopt;
+  }
   if (const auto t = ggufkit::parse_tensor_type(name)) return ggufkit::file_type_for_type(*t);
   return ggufkit::parse_file_type(name);
 }
@@ -188,7 +193,7 @@ Runner register_quantize(CLI::App& app) {
   add_force_flag(*cmd, args->force);
   cmd->add_option("input", args->input, "GGUF model to read")->required();
   cmd->add_option("output", args->output, "GGUF file to write (never the input)")->required();
-  cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...) or a file type (Q4_K_M)")
+  cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...), a file type (Q4_K_M) or its llama-quantize number (15)")
       ->required()
       ->type_name("TYPE");
   cmd->add_flag("--pure", args->pure, "Every quantizable tensor gets the type (llama-quantize --pure); without it TYPE's preset chooses per tensor");
