@@ -103,6 +103,12 @@ struct QuantizePlan {
 std::vector<std::filesystem::path> quantize_output_paths(const QuantizePlan& plan, const std::filesystem::path& output,
                                                          const QuantizeOptions& options);
 
+// Whether a preset (llama_ftype) quantizes its main tensors to a type llama.cpp refuses to write
+// without an importance matrix ("this quantization requires an importance matrix"): IQ1_S, IQ1_M,
+// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and Q2_K_S. Which tensors need one is per tensor (the
+// embedding and the output never do); plan_quantize says which.
+bool preset_requires_importance_matrix(uint32_t file_type);
+
 // Whether llama.cpp quantizes a tensor of this name and shape at all (norms, 1-D tensors, position
 // embeddings and the other exceptions stay as they are).
 bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options);

@@ -54,6 +54,11 @@ constexpr Fallback kFallbacks[] = {
 
 }  // namespace
 
+bool preset_requires_importance_matrix(uint32_t file_type) {
+  const auto main = file_type_default_type(file_type);
+  return main && preset_rules::needs_importance_matrix("blk.0.attn_q.weight", *main, file_type);
+}
+
 bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options) {
   if (effective_dims(tensor) < 2) return false;  // 2-D and 3-D (experts) only
   if (!name.ends_with("weight")) return false;

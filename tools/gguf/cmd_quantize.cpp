@@ -191,6 +191,7 @@ Runner register_quantize(CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   CLI::App* cmd = app.add_subcommand("quantize", "Quantize a model as llama-quantize does (byte-identical output)");
   add_force_flag(*cmd, args->force);
+  cmd->footer(quantize_presets_footer());
   cmd->add_option("input", args->input, "GGUF model to read")->required();
   cmd->add_option("output", args->output, "GGUF file to write (never the input)")->required();
   cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...), a file type (Q4_K_M) or its llama-quantize number (15)")

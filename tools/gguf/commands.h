@@ -23,6 +23,9 @@ Runner register_check(CLI::App& app);
 Runner register_hash(CLI::App& app);
 Runner register_convert(CLI::App& app);
 Runner register_completion(CLI::App& app);
+Runner register_types(CLI::App& app);
+// The presets, for `gguf quantize --help` (from the table `gguf types` prints).
+std::string quantize_presets_footer();
 
 // --force, the same for every verb that writes a file: without it an existing output is refused.
 // An input, a directory, a device or a FIFO is never replaced (ggufkit::OutputPolicy).

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   add(gguf_cli::register_check);
   add(gguf_cli::register_hash);
   add(gguf_cli::register_convert);
+  add(gguf_cli::register_types);
   add(gguf_cli::register_completion);
 
   // The man page (installed as gguf.1) from the same definitions as --help; not a verb users need.
