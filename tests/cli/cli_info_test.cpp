@@ -310,4 +310,43 @@ TEST(CliInfo, JsonIsValidForANameThatIsNotUtf8) {
   fs::remove_all(dir);
 }
 
+// The special tokens: every tokenizer.ggml.*_token_id key, in gguf-py's order whatever the file's,
+// with the token's text escaped; an id outside the vocabulary says so; no keys, no line.
+TEST(CliInfo, SpecialTokensWithTheirText) {
+  const fs::path dir = ggufkit::test::temp_dir("cli-info-special");
+  ggufkit::GgufBuilder b;
+  ASSERT_TRUE(b.set("general.architecture", ggufkit::MetadataValue::string("llama")));
+  ASSERT_TRUE(b.set("tokenizer.ggml.model", ggufkit::MetadataValue::string("gpt2")));
+  ASSERT_TRUE(b.set("tokenizer.ggml.tokens", ggufkit::MetadataValue::string_array(
+                                                 {"a", "<|fim_prefix|>", "<|end|>\x1b[2J", "<pad>"})));
+  ASSERT_TRUE(b.set("tokenizer.ggml.padding_token_id", ggufkit::MetadataValue::of(uint32_t{3})));
+  ASSERT_TRUE(b.set("tokenizer.ggml.fim_pre_token_id", ggufkit::MetadataValue::of(uint32_t{1})));
+  ASSERT_TRUE(b.set("tokenizer.ggml.eos_token_id", ggufkit::MetadataValue::of(uint32_t{2})));
+  ASSERT_TRUE(b.set("tokenizer.ggml.bos_token_id", ggufkit::MetadataValue::of(uint32_t{7})));
+  ggufkit::WriteOptions write;
+  write.sync = false;
+  ASSERT_TRUE(b.write_file(dir / "special.gguf", write));
+  const CommandResult r = run_gguf({"info", (dir / "special.gguf").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(labelled_line(r.out, "special"),
+            "  special       bos 7 (not in the vocabulary) · eos 2 <|end|>\\x1b[2J · pad 3 <pad> · fim_pre 1 "
+            "<|fim_prefix|>");
+  const CommandResult j = run_gguf({"info", "--json", (dir / "special.gguf").string()});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_EQ(json::parse(j.out).at(0).at("special_tokens"),
+            (json{{"bos", {{"id", 7}, {"text", nullptr}}},
+                  {"eos", {{"id", 2}, {"text", "<|end|>\x1b[2J"}}},
+                  {"pad", {{"id", 3}, {"text", "<pad>"}}},
+                  {"fim_pre", {{"id", 1}, {"text", "<|fim_prefix|>"}}}}));
+
+  ggufkit::GgufBuilder none;
+  ASSERT_TRUE(none.set("general.architecture", ggufkit::MetadataValue::string("llama")));
+  ASSERT_TRUE(none.write_file(dir / "none.gguf", write));
+  const CommandResult n = run_gguf({"info", (dir / "none.gguf").string()});
+  EXPECT_EQ(labelled_line(n.out, "special"), "") << n.out;
+  EXPECT_FALSE(json::parse(run_gguf({"info", "--json", (dir / "none.gguf").string()}).out).at(0).contains("special_tokens"));
+  fs::remove_all(dir);
+}
+
 }  // namespace

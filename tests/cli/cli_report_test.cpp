@@ -53,7 +53,8 @@ TEST(CliReport, InfoOnTheSample) {
       "    f32             5            320      0.2%           1280      0.5%\n"
       "  hyperparams   context 256 · embedding 64 · layers 2 · heads 4 · kv heads 2 · feed-forward 192 · "
       "rope dims 16 · rope base 10000.0 · rms eps 1e-05\n"
-      "  tokenizer     llama, 512 tokens, chat template\n",
+      "  tokenizer     llama, 512 tokens, chat template\n"
+      "  special       bos 1 <s> · eos 2 </s> · unk 0 <unk>\n",
       fmt::arg("path", path.string()), fmt::arg("offset", f.data_offset()), fmt::arg("file_h", binary_size(f.file_size())),
       fmt::arg("file", f.file_size()), fmt::arg("tensors_h", binary_size(tensor_bytes)),
       fmt::arg("tensors", tensor_bytes), fmt::arg("bpw", bpw));
@@ -95,6 +96,8 @@ TEST(CliReport, InfoOnTheSample) {
       {"vocab_size", 512},
       {"merges", nullptr},
       {"chat_template", true},
+      {"special_tokens",
+       {{"bos", {{"id", 1}, {"text", "<s>"}}}, {"eos", {{"id", 2}, {"text", "</s>"}}}, {"unk", {{"id", 0}, {"text", "<unk>"}}}}},
   }});
   const CommandResult j = run_gguf({"info", "--json", path.string()});
   EXPECT_EQ(j.exit_code, 0);

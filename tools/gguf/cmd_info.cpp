@@ -69,8 +69,52 @@ std::vector<Hyperparameter> hyperparameters(const ModelMetadata& meta) {
 
 std::string info_label(std::string_view name) { return fmt::format("  {:<14}", name); }
 
+// The special-token keys info shows, as "role" and the key's middle (tokenizer.ggml.<x>_token_id;
+// "seperator" is llama.cpp's spelling), in gguf-py's order.
+constexpr std::pair<std::string_view, std::string_view> kSpecialTokens[] = {
+    {"bos", "bos"},         {"eos", "eos"},         {"eot", "eot"},         {"eom", "eom"},
+    {"unk", "unknown"},     {"sep", "seperator"},   {"pad", "padding"},     {"mask", "mask"},
+    {"fim_pre", "fim_pre"}, {"fim_suf", "fim_suf"}, {"fim_mid", "fim_mid"}, {"fim_pad", "fim_pad"},
+    {"fim_rep", "fim_rep"}, {"fim_sep", "fim_sep"},
+};
+
 double info_percent(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// The special tokens the file names (tokenizer.ggml.*_token_id), each with its text, in one line:
+// "bos 1 <s> · eos 2 </s>". Left out when there are none.
+void print_special_tokens(Printer& p, const ggufkit::ModelMetadata& meta, const std::optional<ggufkit::ArrayView>& tokens) {
+  struct Special {
+    std::string_view role, key;
+    std::optional<uint64_t> id;
+    std::optional<std::string_view> text;
+  };
+  std::vector<Special> specials;
+  for (const auto& [role, suffix] : kSpecialTokens) {
+    const std::string key = fmt::format("tokenizer.ggml.{}_token_id", suffix);
+    if (const auto id = meta.uint(key)) specials.push_back({role, suffix, id, std::nullopt});
+  }
+  if (specials.empty()) return;
+  if (tokens && tokens->element_type() == ggufkit::ValueType::String) {
+    uint64_t i = 0;
+    for (std::string_view text : tokens->strings()) {
+      for (Special& s : specials) {
+        if (*s.id == i) s.text = text;
+      }
+      ++i;
+    }
+  }
+  p.begin_line(info_label("special")).begin_object("special_tokens");
+  bool first = true;
+  for (const Special& s : specials) {
+    const std::string shown = s.text ? shorten_for_display(*s.text, 40) : std::string("(not in the vocabulary)");
+    p.field_with(s.role, [&](ggufkit::json::Writer& w) {
+      w.begin_object().key("id").value(*s.id).key("text").value(s.text).end_object();
+    }, fmt::format("{}{} {} {}", first ? "" : " · ", s.role, *s.id, shown));
+    first = false;
+  }
+  p.end_object().end_line();
 }
 
 // One file (or split model), for people and as JSON from the same statements.
@@ -180,6 +224,7 @@ void print_info(Printer& p, const std::string& path, const ggufkit::SplitModel& 
   p.field("merges", merge_count, merges_text);
   p.field("chat_template", chat_template, template_text);
   p.end_line();
+  print_special_tokens(p, meta, tokens);
   p.end_object();
 }
 
