@@ -57,6 +57,8 @@ struct FileTypeInfo {
 // nullptr for ids never defined. 1024 is LLAMA_FTYPE_GUESSED.
 const FileTypeInfo* find_file_type(uint32_t id);
 std::span<const FileTypeInfo> all_file_types();
+// The name llama-quantize gives a file type: MOSTLY_Q4_K_M is Q4_K_M, ALL_F32 is F32.
+std::string_view file_type_preset_name(const FileTypeInfo& file_type);
 // "MOSTLY_Q4_K_M", "Q4_K_M" and "q4_k_m" all name 15.
 std::optional<uint32_t> parse_file_type(std::string_view name);
 // The ggml type a llama_ftype quantizes to by default (llama.cpp's table); nullopt for removed

@@ -34,7 +34,7 @@ struct OpenOptions {
   // alignment 32 when general.alignment is bad, tensors of unknown or removed type ids (type holds
   // the raw id, size 0), tensors with an impossible shape (shape [0], size 0), misplaced tensor
   // data (tensor_data() is empty when the bytes are not inside the file).
-  std::function<bool(const Error&)> on_problem;
+  std::function<bool(const Error&)> on_problem{};
   // Accept a metadata-only file: tensor infos whose data is not in the file at all (the file ends
   // where the data section would start, after the padding), as llama.cpp's
   // gguf_write_to_file(..., only_meta = true) writes and its parser reads when no data is asked

@@ -69,13 +69,15 @@ const TensorInfo* ModelUnderCheck::find_tensor(std::string_view name) const {
 
 namespace {
 
-// A shard of a split model other than the first (split.no > 0).
+// An integer key of the file (split.count, split.no); nullopt when absent or not an integer.
+std::optional<uint64_t> uint_key(const GgufFile& file, std::string_view key) {
+  const auto v = file.get(key);
+  return v ? v->as_uint() : std::nullopt;
+}
+
+// A shard of a split model other than the first (split.count > 1, split.no > 0).
 bool is_later_shard(const GgufFile& file) {
-  const auto value_of = [&](std::string_view key) {
-    const auto v = file.get(key);
-    return v ? v->as_uint() : std::nullopt;
-  };
-  return value_of(keys::kSplitCount).value_or(0) > 1 && value_of(keys::kSplitNo).value_or(0) > 0;
+  return uint_key(file, keys::kSplitCount).value_or(0) > 1 && uint_key(file, keys::kSplitNo).value_or(0) > 0;
 }
 
 FileKind kind_of(const ModelUnderCheck& model, bool later_shard) {
@@ -89,9 +91,15 @@ FileKind kind_of(const ModelUnderCheck& model, bool later_shard) {
 // The passes that apply to the kind of file (check.h, FileKind).
 void run_semantic_passes(const ModelUnderCheck& model, const ModelUnderCheck* base, FileKind kind, Findings& out) {
   switch (kind) {
-    case FileKind::shard:
+    case FileKind::shard: {
+      const GgufFile& file = *model.metadata;
+      out.info("split.not_first_shard", keys::kSplitNo, file.find(keys::kSplitNo)->offset,
+               fmt::format("this is shard {} of {}: its structure and tensor types were checked; check the first "
+                           "shard (-00001-of-) to check the whole model",
+                           *uint_key(file, keys::kSplitNo) + 1, *uint_key(file, keys::kSplitCount)));
       check_compatibility(model, out);
       return;
+    }
     case FileKind::adapter:
       check_required_metadata(model, out);
       check_lora(model, base, out);
@@ -153,21 +161,10 @@ struct Shard {
 // model's consistency as llama.cpp's loader checks it. Returns the shards that parsed.
 std::vector<Shard> check_other_shards(const std::filesystem::path& path, const GgufFile& first, Findings& out) {
   std::vector<Shard> shards;
-  const auto uint_of = [&](std::string_view key) -> std::optional<uint64_t> {
-    const auto v = first.get(key);
-    return v ? v->as_uint() : std::nullopt;
-  };
-  const auto count = uint_of(keys::kSplitCount);
-  if (!count || *count <= 1) return shards;
+  const auto count = uint_key(first, keys::kSplitCount);
+  // A later shard alone is checked as one (run_semantic_passes); the model from its first shard.
+  if (!count || *count <= 1 || is_later_shard(first)) return shards;
   const KeyValue* count_kv = first.find(keys::kSplitCount);
-  const auto no = uint_of(keys::kSplitNo);
-  if (no && *no != 0) {
-    out.info("split.not_first_shard", keys::kSplitNo, first.find(keys::kSplitNo)->offset,
-             fmt::format("this is shard {} of {}: its structure and tensor types were checked; check the first "
-                         "shard (-00001-of-) to check the whole model",
-                         *no + 1, *count));
-    return shards;
-  }
   const auto n = static_cast<uint32_t>(std::min<uint64_t>(*count, kMaxShards));
   const auto prefix = split_prefix(path.string(), 0, n);
   if (!prefix) {
@@ -219,10 +216,6 @@ CheckReport check_bytes(std::span<const std::byte> bytes, const CheckOptions& op
     model.metadata = &*file;
     check::add_tensors(*file, model);
     report.kind = check::kind_of(model, check::is_later_shard(*file));
-    if (report.kind == FileKind::shard) {
-      findings.info("split.not_first_shard", keys::kSplitNo, file->find(keys::kSplitNo)->offset,
-                    "this is a shard other than the first: its structure and tensor types were checked");
-    }
     check::run_semantic_passes(model, nullptr, report.kind, findings);
   } else {
     report.complete = false;

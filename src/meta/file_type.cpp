@@ -88,14 +88,18 @@ std::optional<uint32_t> file_type_for_type(TensorType type) {
   return std::nullopt;
 }
 
+std::string_view file_type_preset_name(const FileTypeInfo& file_type) {
+  const std::string_view name = file_type.name;
+  for (std::string_view prefix : {"MOSTLY_", "ALL_"}) {
+    if (name.starts_with(prefix)) return name.substr(prefix.size());
+  }
+  return name;
+}
+
 std::optional<uint32_t> parse_file_type(std::string_view name) {
   const std::string n = upper(name);
   for (const FileTypeInfo& f : kFileTypes) {
-    const std::string_view full = f.name;
-    if (n == full) return f.id;
-    for (std::string_view prefix : {"MOSTLY_", "ALL_"}) {
-      if (full.substr(0, prefix.size()) == prefix && n == full.substr(prefix.size())) return f.id;
-    }
+    if (n == f.name || n == file_type_preset_name(f)) return f.id;
   }
   return std::nullopt;
 }

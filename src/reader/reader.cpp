@@ -503,7 +503,7 @@ class Parser {
     if (no_data && options_.allow_metadata_only) {
       f.metadata_only_ = true;
     } else if (no_data) {
-      f.data_offset_ = std::min(*data_offset, size_);
+      f.data_offset_ = *data_offset;  // the end of the file
       return recoverable(make_error(
           ErrorCode::data_out_of_bounds, f.header_size_, {},
           fmt::format("the file ends where the tensor data would start: it is metadata-only ({} tensor infos without "

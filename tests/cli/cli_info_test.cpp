@@ -23,18 +23,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using ggufkit::test::CommandResult;
+using ggufkit::test::lines_of;
 using ggufkit::test::run_gguf;
 using ggufkit::test::sample_model;
 using ggufkit::test::shared_dir;
 using ggufkit::test::temp_dir;
 using nlohmann::json;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 // The line of a text report whose label (after the indentation) is `label`; "" when absent.
 std::string labelled_line(const std::string& report, const std::string& label) {

@@ -18,6 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ggufkit::test::CommandResult;
+using ggufkit::test::lines_of;
 using ggufkit::test::run_gguf;
 
 // The sample cut where its tensor data starts, in a directory of its own.
@@ -34,18 +35,6 @@ struct MetadataOnly {
   }
   ~MetadataOnly() { fs::remove_all(dir); }
 };
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = text.find('\n', start);
-    out.push_back(text.substr(start, end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
 
 TEST(CliMetadataOnly, LibraryReadsItOnlyWhenAsked) {
   MetadataOnly m;

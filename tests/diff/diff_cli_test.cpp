@@ -15,6 +15,7 @@ namespace ggufkit {
 namespace {
 
 using test::CommandResult;
+using test::lines_of;
 using test::run_gguf;
 namespace fs = std::filesystem;
 
@@ -85,13 +86,6 @@ class DiffCli : public ::testing::Test {
   fs::path dir_;
   std::string a_, b_;
 };
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 std::vector<std::string> lines_starting(const std::string& s, std::string_view prefix) {
   std::vector<std::string> out;

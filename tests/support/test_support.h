@@ -21,6 +21,10 @@ std::string no_shared_message();
 std::vector<std::byte> read_bytes(const std::filesystem::path& path);
 void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes);
 
+// The lines of a text (without their newlines; a final newline ends the last line, it does not start
+// an empty one).
+std::vector<std::string> lines_of(const std::string& text);
+
 // A fresh empty directory under the build's temp area, removed by the caller if it wants.
 std::filesystem::path temp_dir(const std::string& name);
 

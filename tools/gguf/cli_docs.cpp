@@ -103,15 +103,17 @@ std::string positional_usage(const CLI::Option& o) {
 
 }  // namespace
 
+std::vector<const ggufkit::FileTypeInfo*> quantize_presets() {
+  std::vector<const ggufkit::FileTypeInfo*> presets;
+  for (const auto& ft : ggufkit::all_file_types()) {
+    if (!ft.removed && ft.default_type) presets.push_back(&ft);
+  }
+  return presets;
+}
+
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
-  for (const auto& ft : ggufkit::all_file_types()) {
-    if (ft.removed) continue;
-    std::string_view name = ft.name;
-    if (name.starts_with("MOSTLY_")) name.remove_prefix(7);
-    if (name == "GUESSED") continue;
-    names.emplace_back(name == "ALL_F32" ? "F32" : name);
-  }
+  for (const ggufkit::FileTypeInfo* preset : quantize_presets()) names.emplace_back(ggufkit::file_type_preset_name(*preset));
   return names;
 }
 

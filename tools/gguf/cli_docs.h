@@ -9,7 +9,10 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "ggufkit/conventions.h"
 
 namespace gguf_cli {
 
@@ -17,6 +20,9 @@ namespace gguf_cli {
 // quantization presets as llama-quantize spells them (Q4_K_M, F16...) and the tensor types as ggml
 // does (q8_0, iq4_xs, bf16...), the ones llama.cpp still reads; quantization_type_names() is both.
 std::vector<std::string> preset_names();
+// The presets themselves (every llama_ftype llama.cpp still defines with a default tensor type), in
+// id order; ggufkit::file_type_preset_name names each.
+std::vector<const ggufkit::FileTypeInfo*> quantize_presets();
 std::vector<std::string> tensor_type_names();
 std::vector<std::string> quantization_type_names();
 

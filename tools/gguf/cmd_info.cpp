@@ -86,21 +86,20 @@ double info_percent(uint64_t part, uint64_t whole) {
 // "bos 1 <s> · eos 2 </s>". Left out when there are none.
 void print_special_tokens(Printer& p, const ggufkit::ModelMetadata& meta, const std::optional<ggufkit::ArrayView>& tokens) {
   struct Special {
-    std::string_view role, key;
-    std::optional<uint64_t> id;
-    std::optional<std::string_view> text;
+    std::string_view role;
+    uint64_t id;
+    std::optional<std::string_view> text;  // nullopt: the id is past the vocabulary
   };
   std::vector<Special> specials;
-  for (const auto& [role, suffix] : kSpecialTokens) {
-    const std::string key = fmt::format("tokenizer.ggml.{}_token_id", suffix);
-    if (const auto id = meta.uint(key)) specials.push_back({role, suffix, id, std::nullopt});
+  for (const auto& [role, middle] : kSpecialTokens) {
+    if (const auto id = meta.uint(fmt::format("tokenizer.ggml.{}_token_id", middle))) specials.push_back({role, *id, {}});
   }
   if (specials.empty()) return;
   if (tokens && tokens->element_type() == ggufkit::ValueType::String) {
     uint64_t i = 0;
     for (std::string_view text : tokens->strings()) {
       for (Special& s : specials) {
-        if (*s.id == i) s.text = text;
+        if (s.id == i) s.text = text;
       }
       ++i;
     }
@@ -110,8 +109,8 @@ void print_special_tokens(Printer& p, const ggufkit::ModelMetadata& meta, const 
   for (const Special& s : specials) {
     const std::string shown = s.text ? shorten_for_display(*s.text, 40) : std::string("(not in the vocabulary)");
     p.field_with(s.role, [&](ggufkit::json::Writer& w) {
-      w.begin_object().key("id").value(*s.id).key("text").value(s.text).end_object();
-    }, fmt::format("{}{} {} {}", first ? "" : " · ", s.role, *s.id, shown));
+      w.begin_object().key("id").value(s.id).key("text").value(s.text).end_object();
+    }, fmt::format("{}{} {} {}", first ? "" : " · ", s.role, s.id, shown));
     first = false;
   }
   p.end_object().end_line();

@@ -3,6 +3,7 @@
 // tensor type (ggml's id, block, bits per weight, what ggufkit can do with it).
 #include <fmt/format.h>
 
+#include "cli_docs.h"
 #include "commands.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/quant.h"
@@ -18,14 +19,6 @@ struct TypesArgs {
   bool json = false;
 };
 
-// The name llama-quantize takes: MOSTLY_Q4_K_M is Q4_K_M, ALL_F32 is F32.
-std::string_view preset_name(std::string_view full) {
-  for (std::string_view prefix : {"MOSTLY_", "ALL_"}) {
-    if (full.starts_with(prefix)) return full.substr(prefix.size());
-  }
-  return full;
-}
-
 // "required", "used" (when given) or "ignored".
 std::string_view importance_use(bool required, bool accepted) {
   return required ? "required" : accepted ? "used" : "ignored";
@@ -38,20 +31,19 @@ void print_types(Printer& p) {
   p.text(fmt::format("  {:>4}  {:<10} {:<8} {:>6}  {:<9} {:<8} {}", "id", "preset", "type", "bpw", "imatrix", "alias",
                      "description"));
   p.begin_array("presets");
-  for (const ggufkit::FileTypeInfo& f : ggufkit::all_file_types()) {
-    if (f.removed || !f.default_type) continue;
+  for (const ggufkit::FileTypeInfo* preset : quantize_presets()) {
+    const ggufkit::FileTypeInfo& f = *preset;
     const ggufkit::TensorType main = *f.default_type;
-    const std::string_view name = preset_name(f.name);
-    const bool required = ggufkit::preset_requires_importance_matrix(f.id);
-    const auto caps = ggufkit::quant_capabilities(main);
+    const std::string_view name = ggufkit::file_type_preset_name(f);
+    const std::string_view imatrix = importance_use(ggufkit::preset_requires_importance_matrix(f.id),
+                                                    ggufkit::quant_capabilities(main).accepts_imatrix);
     const double bpw = ggufkit::type_traits(main).bits_per_weight();
     p.begin_object().begin_line("  ");
     p.field("id", f.id, fmt::format("{:>4}  ", f.id));
     p.field("name", name, fmt::format("{:<10} ", name));
     p.field("type", ggufkit::type_name(main), fmt::format("{:<8} ", ggufkit::type_name(main)));
     p.field("bits_per_weight", bpw, fmt::format("{:>6.2f}  ", bpw));
-    p.field("imatrix", importance_use(required, caps.accepts_imatrix),
-            fmt::format("{:<9} ", importance_use(required, caps.accepts_imatrix)));
+    p.field("imatrix", imatrix, fmt::format("{:<9} ", imatrix));
     const auto alias = f.selected_by ? std::optional<std::string_view>(ggufkit::type_name(*f.selected_by)) : std::nullopt;
     p.field("alias", alias, fmt::format("{:<8} ", alias.value_or("-")));
     p.field("description", f.description, f.description);
@@ -67,6 +59,7 @@ void print_types(Printer& p) {
   for (const ggufkit::TypeTraits& t : ggufkit::all_type_traits()) {
     if (t.status != ggufkit::TypeStatus::supported) continue;
     const auto caps = ggufkit::quant_capabilities(static_cast<ggufkit::TensorType>(t.id));
+    const std::string_view imatrix = importance_use(caps.requires_imatrix, caps.accepts_imatrix);
     p.begin_object().begin_line("  ");
     p.field("id", t.id, fmt::format("{:>4}  ", t.id));
     p.field("name", t.name, fmt::format("{:<8} ", t.name));
@@ -75,8 +68,7 @@ void print_types(Printer& p) {
     p.field("bits_per_weight", t.bits_per_weight(), fmt::format("{:>6.2f}  ", t.bits_per_weight()));
     p.field("quantize", caps.quantize, fmt::format("{:<8} ", caps.quantize ? "yes" : "no"));
     p.field("dequantize", caps.dequantize, fmt::format("{:<10} ", caps.dequantize ? "yes" : "no"));
-    p.field("imatrix", importance_use(caps.requires_imatrix, caps.accepts_imatrix),
-            importance_use(caps.requires_imatrix, caps.accepts_imatrix));
+    p.field("imatrix", imatrix, imatrix);
     p.end_line().end_object();
   }
   p.end_array();
@@ -94,10 +86,9 @@ int run_types(const TypesArgs& args) {
 std::string quantize_presets_footer() {
   std::string out = "Presets (TYPE; number or name, any case; * needs an importance matrix, --imatrix):\n";
   std::string line = " ";
-  for (const ggufkit::FileTypeInfo& f : ggufkit::all_file_types()) {
-    if (f.removed || !f.default_type) continue;
-    const std::string item = fmt::format(" {}{} ({}),", preset_name(f.name),
-                                         ggufkit::preset_requires_importance_matrix(f.id) ? "*" : "", f.id);
+  for (const ggufkit::FileTypeInfo* f : quantize_presets()) {
+    const std::string item = fmt::format(" {}{} ({}),", ggufkit::file_type_preset_name(*f),
+                                         ggufkit::preset_requires_importance_matrix(f->id) ? "*" : "", f->id);
     if (line.size() + item.size() > 100) {
       out += line + "\n";
       line = " ";
