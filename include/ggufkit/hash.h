@@ -1,6 +1,8 @@
 // Digests of a model, tensor by tensor and file by file, as a manifest; and verification of a model
 // against one. Users check a large download tensor by tensor: a mismatch names the tensor (or,
-// when every tensor matches but a file does not, the metadata).
+// when every tensor matches but a file does not, the metadata). Two manifest formats: ggufkit's
+// own (files and tensors, with sizes) and the line format of llama.cpp's gguf-hash and gguf-py's
+// gguf_hash.py ("ALGO  DIGEST  FILE:TENSOR"), read and written as they do.
 #pragma once
 
 #include <cstdint>
@@ -11,16 +13,21 @@
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/reader.h"
 #include "ggufkit/split.h"
 #include "ggufkit/threads.h"
 
 namespace ggufkit {
 
-enum class DigestAlgorithm : uint8_t { xxh64, sha256 };
-std::string_view digest_algorithm_name(DigestAlgorithm algorithm);  // "xxh64", "sha256"
+// SHA-1 and SHA-256 are libcrypto's, XXH64 (seed 0) libxxhash's. uuid is llama.cpp's model id: a
+// version 5 UUID from the SHA-1 of its namespace ef001206-dadc-5f6d-a15f-3359e577d4e5 and the data.
+enum class DigestAlgorithm : uint8_t { xxh64, sha256, sha1, uuid };
+std::string_view digest_algorithm_name(DigestAlgorithm algorithm);  // "xxh64", "sha256", "sha1", "uuid"
 std::optional<DigestAlgorithm> parse_digest_algorithm(std::string_view name);  // case-insensitive
-// Lower-case hex: 16 digits for xxh64 (the 64-bit value, big-endian as xxhsum prints it), 64 for sha256.
+// Lower-case hex: 16 digits for xxh64 (the 64-bit value, big-endian as xxhsum prints it), 40 for
+// sha1, 64 for sha256; the 36-character 8-4-4-4-12 form for uuid.
 std::string digest_hex(DigestAlgorithm algorithm, std::span<const std::byte> data);
+size_t digest_length(DigestAlgorithm algorithm);  // the characters digest_hex gives
 
 struct ManifestEntry {
   std::string name;    // a file's name (no directory) or a tensor's name
@@ -35,7 +42,9 @@ struct Manifest {
 };
 
 // Digests of every file and tensor of a model (a plain file or a split model). Tensors are
-// hashed as stored (a big-endian file's bytes as they are).
+// hashed as stored (a big-endian file's bytes as they are). Each byte is read once per digest it
+// belongs to, the file's and its tensor's on different cores at the same time; the largest
+// streams start first.
 Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads = kAllCores);
 
 // The manifest as text: a comment line, "algorithm NAME", then one line per entry:
@@ -46,12 +55,55 @@ std::string format_manifest(const Manifest& manifest);
 Expected<Manifest> parse_manifest(std::string_view text);
 
 struct ManifestMismatch {
-  std::string kind;     // "tensor", "file", "missing_tensor", "unexpected_tensor", "file_count"
+  std::string kind;     // "tensor", "file", "missing_tensor", "unexpected_tensor", "file_count", "model"
   std::string name;
   std::string message;
 };
 // Compares a model's manifest with an expected one (same algorithm): tensors by name, files by
 // position (a download may be renamed). Empty when they agree.
 std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const Manifest& actual);
+
+// llama.cpp's gguf-hash manifests (examples/gguf-hash) and gguf-py's gguf_hash.py output: one line
+// per digest, "ALGO  DIGEST  NAME" with ALGO padded to 8 columns, NAME the file as the tool was
+// given it ("FILE") for the model's digest, "FILE:TENSOR" for a tensor's. The model's digest is
+// that of every tensor's data in the file's tensor order (not the file's bytes); the model id
+// (uuid) is computed over the same bytes. gguf_hash.py leaves out tensors named *.attention.bias,
+// *.attention.masked_bias and *.rotary_emb.inv_freq, which no current converter writes.
+struct GgufHashEntry {
+  DigestAlgorithm algorithm = DigestAlgorithm::xxh64;
+  std::string digest;
+  std::string tensor;  // empty for the model's digest
+};
+struct GgufHashManifest {
+  std::string file;                    // FILE, as the lines spell it
+  std::vector<GgufHashEntry> entries;  // in the order of the lines
+};
+struct GgufHashOptions {
+  // Among xxh64, sha1, sha256, uuid; listed in gguf-hash's order whatever the order here. uuid has
+  // only a model line.
+  std::vector<DigestAlgorithm> algorithms{DigestAlgorithm::xxh64};
+  bool per_tensor = true;  // false: --no-layer, the model's lines only
+};
+// What gguf-hash prints for `file` (one GGUF file; a shard is hashed on its own, as gguf-hash
+// does), its lines in its order: each tensor's xxh64, sha1, sha256 in turn, then the model's
+// xxh64, sha1, sha256, uuid. `name` is FILE.
+GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const GgufHashOptions& options,
+                                Threads threads = kAllCores);
+std::string format_gguf_hash(const GgufHashManifest& manifest);
+// True when the text's first entry line starts with an algorithm name (a gguf-hash manifest)
+// rather than ggufkit's "algorithm" line.
+bool is_gguf_hash_manifest(std::string_view text);
+// Reads gguf-hash's lines back (blank lines and # comments skipped). FILE is the shortest name;
+// every other name must be FILE:TENSOR. Errors name the line (invalid_argument).
+Expected<GgufHashManifest> parse_gguf_hash(std::string_view text);
+// The algorithms of a manifest's lines, and the one gguf-hash verifies with when none is asked
+// for: the strongest present (sha256, then sha1, xxh64, uuid).
+std::vector<DigestAlgorithm> gguf_hash_algorithms(const GgufHashManifest& manifest);
+DigestAlgorithm strongest_gguf_hash_algorithm(const GgufHashManifest& manifest);
+// Compares a file's gguf-hash digests with a manifest's, for each algorithm `actual` has: tensors
+// by name (FILE may differ: a download may be renamed) when both have tensor lines for the
+// algorithm (not against a --no-layer manifest, nor when `actual` was computed without them), and
+// the model's digest ("model").
+std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual);
 
 }  // namespace ggufkit

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "check_internal.h"
-#include "hash/sha256.h"
+#include "hash/digest.h"
 
 namespace ggufkit::check {
 namespace {

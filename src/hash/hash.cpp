@@ -5,17 +5,24 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
+#include <mutex>
 #include <cctype>
 #include <map>
 #include <thread>
 
-#include "hash/sha256.h"
-#include "hash/xxh64.h"
+#include "hash/digest.h"
 
 namespace ggufkit {
 
 std::string_view digest_algorithm_name(DigestAlgorithm algorithm) {
-  return algorithm == DigestAlgorithm::sha256 ? "sha256" : "xxh64";
+  switch (algorithm) {
+    case DigestAlgorithm::xxh64: return "xxh64";
+    case DigestAlgorithm::sha256: return "sha256";
+    case DigestAlgorithm::sha1: return "sha1";
+    case DigestAlgorithm::uuid: return "uuid";
+  }
+  return "?";
 }
 
 std::optional<DigestAlgorithm> parse_digest_algorithm(std::string_view name) {
@@ -23,17 +30,76 @@ std::optional<DigestAlgorithm> parse_digest_algorithm(std::string_view name) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "xxh64" || lower == "xxhash64") return DigestAlgorithm::xxh64;
   if (lower == "sha256" || lower == "sha-256") return DigestAlgorithm::sha256;
+  if (lower == "sha1" || lower == "sha-1") return DigestAlgorithm::sha1;
+  if (lower == "uuid") return DigestAlgorithm::uuid;
   return std::nullopt;
 }
 
-std::string digest_hex(DigestAlgorithm algorithm, std::span<const std::byte> data) {
-  if (algorithm == DigestAlgorithm::xxh64) return fmt::format("{:016x}", digest::xxh64(data));
-  digest::Sha256 sha;
-  sha.update(data);
-  std::string out;
-  for (const uint8_t b : sha.finish()) out += fmt::format("{:02x}", b);
-  return out;
+size_t digest_length(DigestAlgorithm algorithm) {
+  switch (algorithm) {
+    case DigestAlgorithm::xxh64: return 16;
+    case DigestAlgorithm::sha256: return 64;
+    case DigestAlgorithm::sha1: return 40;
+    case DigestAlgorithm::uuid: return 36;
+  }
+  return 0;
 }
+
+std::string digest_hex(DigestAlgorithm algorithm, std::span<const std::byte> data) {
+  digest::Digester d(algorithm);
+  d.update(data);
+  return d.finish_hex();
+}
+
+namespace {
+
+// One digest over a sequence of byte ranges, written to *out.
+struct Stream {
+  DigestAlgorithm algorithm = DigestAlgorithm::xxh64;
+  std::vector<std::span<const std::byte>> pieces;
+  std::string* out = nullptr;
+  uint64_t size() const {
+    uint64_t n = 0;
+    for (const auto& p : pieces) n += p.size();
+    return n;
+  }
+};
+
+// Every stream on `threads` workers, the largest first (a whole file on one core while the other
+// takes its tensors; the page cache serves both from one read of the file). A worker's exception
+// is rethrown here.
+void run_streams(std::vector<Stream>& streams, Threads threads) {
+  std::vector<std::pair<uint64_t, size_t>> order;
+  order.reserve(streams.size());
+  for (size_t i = 0; i < streams.size(); ++i) order.emplace_back(streams[i].size(), i);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto work = [&] {
+    try {
+      for (size_t j = next++; j < order.size(); j = next++) {
+        Stream& s = streams[order[j].second];
+        digest::Digester d(s.algorithm);
+        for (const auto& piece : s.pieces) d.update(piece);
+        *s.out = d.finish_hex();
+      }
+    } catch (...) {
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = order.size();
+    }
+  };
+  unsigned n = thread_count(threads);
+  n = static_cast<unsigned>(std::min<size_t>(n, std::max<size_t>(order.size(), 1)));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < n; ++i) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
 
 Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads) {
   Manifest m;
@@ -42,26 +108,20 @@ Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads 
   const auto tensors = model.tensors();
   m.files.resize(shards.size());
   m.tensors.resize(tensors.size());
-  // Jobs: the whole files first (the longest), then the tensors; workers take the next job.
-  const size_t jobs = shards.size() + tensors.size();
-  std::atomic<size_t> next{0};
-  const auto work = [&] {
-    for (size_t j = next++; j < jobs; j = next++) {
-      if (j < shards.size()) {
-        const auto bytes = shards[j].bytes();
-        m.files[j] = {model.paths()[j].filename().string(), bytes.size(), digest_hex(algorithm, bytes)};
-      } else {
-        const ModelTensor& t = tensors[j - shards.size()];
-        m.tensors[j - shards.size()] = {std::string(t.info->name), t.data.size(), digest_hex(algorithm, t.data)};
-      }
-    }
-  };
-  unsigned n = thread_count(threads);
-  n = static_cast<unsigned>(std::min<size_t>(n, std::max<size_t>(jobs, 1)));
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < n; ++i) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  std::vector<Stream> streams;
+  streams.reserve(shards.size() + tensors.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const auto bytes = shards[i].bytes();
+    m.files[i].name = model.paths()[i].filename().string();
+    m.files[i].bytes = bytes.size();
+    streams.push_back({algorithm, {bytes}, &m.files[i].digest});
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    m.tensors[i].name = std::string(tensors[i].info->name);
+    m.tensors[i].bytes = tensors[i].data.size();
+    streams.push_back({algorithm, {tensors[i].data}, &m.tensors[i].digest});
+  }
+  run_streams(streams, threads);
   return m;
 }
 
@@ -103,6 +163,34 @@ std::optional<std::string> unescaped(std::string_view text) {
   return out;
 }
 
+// The next line of `text` (without its \n or \r\n), removed from it.
+std::string_view take_line(std::string_view& text) {
+  const size_t eol = text.find('\n');
+  std::string_view line = text.substr(0, eol);
+  text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+// digest_hex's spelling: lower-case hex of the right length, or the UUID's 8-4-4-4-12 form.
+bool is_digest(DigestAlgorithm algorithm, std::string_view text) {
+  if (text.size() != digest_length(algorithm)) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool dash = algorithm == DigestAlgorithm::uuid && (i == 8 || i == 13 || i == 18 || i == 23);
+    if (dash ? c != '-' : !(std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string not_a_digest(DigestAlgorithm algorithm, std::string_view text) {
+  if (algorithm == DigestAlgorithm::uuid) {
+    return fmt::format("'{}' is not a uuid (8-4-4-4-12 lower-case hex digits)", text);
+  }
+  return fmt::format("'{}' is not a {} digest ({} lower-case hex digits)", text, digest_algorithm_name(algorithm),
+                     digest_length(algorithm));
+}
+
 }  // namespace
 
 std::string format_manifest(const Manifest& manifest) {
@@ -120,11 +208,8 @@ Expected<Manifest> parse_manifest(std::string_view text) {
   bool have_algorithm = false;
   size_t line_no = 0;
   while (!text.empty()) {
-    const size_t eol = text.find('\n');
-    std::string_view line = text.substr(0, eol);
-    text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+    std::string_view line = take_line(text);
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() || line.front() == '#') continue;
     const auto bad = [&](std::string_view why) {
       return make_error(ErrorCode::invalid_argument, std::nullopt, fmt::format("line {}", line_no),
@@ -135,7 +220,7 @@ Expected<Manifest> parse_manifest(std::string_view text) {
     if (sp1 == std::string_view::npos) return bad("expected 'algorithm NAME' or 'KIND DIGEST BYTES NAME'");
     if (kind == "algorithm") {
       const auto a = parse_digest_algorithm(line.substr(sp1 + 1));
-      if (!a) return bad(fmt::format("unknown algorithm '{}' (xxh64 or sha256)", line.substr(sp1 + 1)));
+      if (!a) return bad(fmt::format("unknown algorithm '{}' (xxh64, sha1, sha256 or uuid)", line.substr(sp1 + 1)));
       m.algorithm = *a;
       have_algorithm = true;
       continue;
@@ -147,13 +232,7 @@ Expected<Manifest> parse_manifest(std::string_view text) {
     if (sp3 == std::string_view::npos) return bad("expected KIND DIGEST BYTES NAME");
     ManifestEntry e;
     e.digest = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
-    const size_t digits = m.algorithm == DigestAlgorithm::xxh64 ? 16 : 64;
-    if (e.digest.size() != digits || !std::all_of(e.digest.begin(), e.digest.end(), [](char c) {
-          return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
-        })) {
-      return bad(fmt::format("'{}' is not a {} digest ({} lower-case hex digits)", e.digest,
-                             digest_algorithm_name(m.algorithm), digits));
-    }
+    if (!is_digest(m.algorithm, e.digest)) return bad(not_a_digest(m.algorithm, e.digest));
     const std::string_view bytes = line.substr(sp2 + 1, sp3 - sp2 - 1);
     if (bytes.empty() || bytes.size() > 19 ||
         !std::all_of(bytes.begin(), bytes.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
@@ -209,6 +288,211 @@ std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const 
                      fmt::format("{} bytes with digest {}, the manifest says {} ({} bytes, digest {}){}", a.bytes,
                                  a.digest, e.name, e.bytes, e.digest,
                                  every_tensor_matches ? ": every tensor matches, so the metadata or padding differs" : "")});
+    }
+  }
+  return out;
+}
+
+}  // namespace ggufkit
+
+// llama.cpp's gguf-hash format.
+namespace ggufkit {
+
+namespace {
+
+constexpr DigestAlgorithm kGgufHashOrder[] = {DigestAlgorithm::xxh64, DigestAlgorithm::sha1, DigestAlgorithm::sha256,
+                                              DigestAlgorithm::uuid};
+
+bool wants(const std::vector<DigestAlgorithm>& algorithms, DigestAlgorithm a) {
+  return std::find(algorithms.begin(), algorithms.end(), a) != algorithms.end();
+}
+
+// The exact names gguf-hash compares with.
+std::optional<DigestAlgorithm> gguf_hash_algorithm(std::string_view token) {
+  for (const DigestAlgorithm a : kGgufHashOrder) {
+    if (token == digest_algorithm_name(a)) return a;
+  }
+  return std::nullopt;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view next_token(std::string_view& line) {
+  size_t i = 0;
+  while (i < line.size() && is_space(line[i])) ++i;
+  size_t j = i;
+  while (j < line.size() && !is_space(line[j])) ++j;
+  const std::string_view token = line.substr(i, j - i);
+  line.remove_prefix(j);
+  return token;
+}
+
+}  // namespace
+
+GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const GgufHashOptions& options,
+                                Threads threads) {
+  GgufHashManifest m;
+  m.file = std::move(name);
+  const auto tensors = file.tensors();
+  std::vector<std::span<const std::byte>> all;
+  all.reserve(tensors.size());
+  for (const TensorInfo& t : tensors) all.push_back(file.tensor_data(t));
+  std::vector<DigestAlgorithm> per_tensor;  // gguf-hash's order; uuid is the model's only
+  std::vector<DigestAlgorithm> model;
+  for (const DigestAlgorithm a : kGgufHashOrder) {
+    if (!wants(options.algorithms, a)) continue;
+    if (options.per_tensor && a != DigestAlgorithm::uuid) per_tensor.push_back(a);
+    model.push_back(a);
+  }
+  // Reserved: the streams point into the entries.
+  m.entries.reserve(tensors.size() * per_tensor.size() + model.size());
+  std::vector<Stream> streams;
+  streams.reserve(m.entries.capacity());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (const DigestAlgorithm a : per_tensor) {
+      m.entries.push_back({a, {}, std::string(tensors[i].name)});
+      streams.push_back({a, {all[i]}, &m.entries.back().digest});
+    }
+  }
+  for (const DigestAlgorithm a : model) {
+    m.entries.push_back({a, {}, {}});
+    streams.push_back({a, all, &m.entries.back().digest});
+  }
+  run_streams(streams, threads);
+  return m;
+}
+
+std::string format_gguf_hash(const GgufHashManifest& manifest) {
+  std::string out;
+  for (const GgufHashEntry& e : manifest.entries) {
+    out += fmt::format("{:<8}  {}  {}{}{}\n", digest_algorithm_name(e.algorithm), e.digest, manifest.file,
+                       e.tensor.empty() ? "" : ":", e.tensor);
+  }
+  return out;
+}
+
+bool is_gguf_hash_manifest(std::string_view text) {
+  while (!text.empty()) {
+    std::string_view line = take_line(text);
+    const std::string_view token = next_token(line);
+    if (token.empty() || token.front() == '#') continue;
+    return gguf_hash_algorithm(token).has_value();
+  }
+  return false;
+}
+
+Expected<GgufHashManifest> parse_gguf_hash(std::string_view text) {
+  struct Line {
+    size_t number;
+    DigestAlgorithm algorithm;
+    std::string digest;
+    std::string name;
+  };
+  std::vector<Line> lines;
+  size_t line_no = 0;
+  const auto bad = [&](std::string_view why) {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, fmt::format("line {}", line_no),
+                      fmt::format("manifest line {}: {}", line_no, why));
+  };
+  while (!text.empty()) {
+    std::string_view line = take_line(text);
+    ++line_no;
+    const std::string_view algorithm_token = next_token(line);
+    if (algorithm_token.empty() || algorithm_token.front() == '#') continue;
+    const auto algorithm = gguf_hash_algorithm(algorithm_token);
+    if (!algorithm) {
+      return bad(fmt::format("'{}' is not an algorithm of gguf-hash (xxh64, sha1, sha256 or uuid)", algorithm_token));
+    }
+    const std::string_view digest = next_token(line);
+    if (!is_digest(*algorithm, digest)) return bad(not_a_digest(*algorithm, digest));
+    while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
+    while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
+    if (line.empty()) return bad("expected ALGO  DIGEST  FILE or FILE:TENSOR");
+    lines.push_back({line_no, *algorithm, std::string(digest), std::string(line)});
+  }
+  if (lines.empty()) {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "not a gguf-hash manifest: no digest lines");
+  }
+  GgufHashManifest m;
+  m.file = std::min_element(lines.begin(), lines.end(), [](const Line& a, const Line& b) {
+             return a.name.size() < b.name.size();
+           })->name;
+  for (Line& l : lines) {
+    line_no = l.number;
+    if (l.name == m.file) {
+      m.entries.push_back({l.algorithm, std::move(l.digest), {}});
+    } else if (l.name.size() > m.file.size() + 1 && l.name.starts_with(m.file) && l.name[m.file.size()] == ':') {
+      m.entries.push_back({l.algorithm, std::move(l.digest), l.name.substr(m.file.size() + 1)});
+    } else {
+      return bad(fmt::format("'{}' is neither {} nor {}:TENSOR (a manifest covers one file)", l.name, m.file, m.file));
+    }
+  }
+  return m;
+}
+
+std::vector<DigestAlgorithm> gguf_hash_algorithms(const GgufHashManifest& manifest) {
+  std::vector<DigestAlgorithm> out;
+  for (const DigestAlgorithm a : kGgufHashOrder) {
+    if (std::any_of(manifest.entries.begin(), manifest.entries.end(),
+                    [&](const GgufHashEntry& e) { return e.algorithm == a; })) {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+DigestAlgorithm strongest_gguf_hash_algorithm(const GgufHashManifest& manifest) {
+  const auto have = gguf_hash_algorithms(manifest);
+  for (const DigestAlgorithm a : {DigestAlgorithm::sha256, DigestAlgorithm::sha1, DigestAlgorithm::xxh64}) {
+    if (wants(have, a)) return a;
+  }
+  return DigestAlgorithm::uuid;
+}
+
+std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual) {
+  std::vector<ManifestMismatch> out;
+  for (const DigestAlgorithm a : gguf_hash_algorithms(actual)) {
+    const std::string_view algo = digest_algorithm_name(a);
+    // The first line wins, as gguf-hash reads a manifest.
+    std::map<std::string_view, std::string_view> want;
+    std::optional<std::string_view> want_model;
+    for (const GgufHashEntry& e : expected.entries) {
+      if (e.algorithm != a) continue;
+      if (e.tensor.empty()) {
+        if (!want_model) want_model = e.digest;
+      } else {
+        want.emplace(e.tensor, e.digest);
+      }
+    }
+    const bool actual_per_tensor = std::any_of(actual.entries.begin(), actual.entries.end(), [&](const auto& e) {
+      return e.algorithm == a && !e.tensor.empty();
+    });
+    if (!want.empty() && actual_per_tensor) {
+      std::map<std::string_view, bool> seen;
+      for (const GgufHashEntry& e : actual.entries) {
+        if (e.algorithm != a || e.tensor.empty()) continue;
+        seen.emplace(e.tensor, true);
+        const auto it = want.find(e.tensor);
+        if (it == want.end()) {
+          out.push_back({"unexpected_tensor", e.tensor,
+                         fmt::format("the file has it, the manifest has no {} line for it", algo)});
+        } else if (it->second != e.digest) {
+          out.push_back({"tensor", e.tensor, fmt::format("{} {}, the manifest says {}", algo, e.digest, it->second)});
+        }
+      }
+      for (const auto& [name, digest] : want) {
+        if (!seen.contains(name)) {
+          out.push_back({"missing_tensor", std::string(name),
+                         fmt::format("the manifest has a {} line for it, the file does not have it", algo)});
+        }
+      }
+    }
+    if (want_model) {
+      for (const GgufHashEntry& e : actual.entries) {
+        if (e.algorithm != a || !e.tensor.empty() || e.digest == *want_model) continue;
+        out.push_back({"model", {},
+                       fmt::format("{} of every tensor's data {}, the manifest says {}", algo, e.digest, *want_model)});
+      }
     }
   }
   return out;

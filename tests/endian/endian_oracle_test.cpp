@@ -134,18 +134,11 @@ TEST(EndianOracle, BigEndianHeadersDecodeIndependentlyAndGgmlRejectsThem) {
 
 // gguf-py's converter works in place and asks for YES on stdin.
 TEST(EndianOracle, SameBytesAsGgufPy) {
-  const fs::path script = "/tmp/llama.cpp/gguf-py/gguf/scripts/gguf_convert_endian.py";
-  std::string python;
-  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    const std::string probe = std::string(candidate) + " -c 'import numpy, tqdm' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) {
-      python = candidate;
-      break;
-    }
-  }
-  if (!fs::exists(script) || python.empty()) {
-    GTEST_SKIP() << "needs python3 with numpy and tqdm, and llama.cpp at /tmp/llama.cpp";
-  }
+  const auto py = gguf_py();
+  if (const auto* why = std::get_if<std::string>(&py)) GTEST_SKIP() << *why;
+  const auto& gp = std::get<GgufPy>(py);
+  const std::string python = gp.python;
+  const fs::path script = gp.scripts / "gguf_convert_endian.py";
   std::vector<fs::path> files = {sample_model()};
   if (const auto shared = shared_dir()) {
     for (const char* name : {"q8_0", "q4_0", "q4_k_m", "q6_k", "f16", "bf16", "f32", "tq2_0", "q1_0", "mxfp4_moe"}) {

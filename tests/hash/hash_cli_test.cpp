@@ -56,5 +56,57 @@ TEST(HashCli, ManifestThenCheck) {
   fs::remove_all(dir);
 }
 
+// gguf-hash's options: its lines (text and JSON), and the refusals with their one line.
+TEST(HashCli, GgufHashOptions) {
+  const std::string model = test::sample_model().string();
+  const auto lines = run_gguf({"hash", model, "--all", "--no-layer"});
+  ASSERT_EQ(lines.exit_code, 0) << lines.err;
+  EXPECT_EQ(lines.err, "");
+  const auto got = test::lines_of(lines.out);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(got[0].starts_with("xxh64     ") && got[0].ends_with("  " + model)) << got[0];
+  EXPECT_TRUE(got[1].starts_with("sha1      ")) << got[1];
+  EXPECT_TRUE(got[2].starts_with("sha256    ")) << got[2];
+  EXPECT_EQ(run_gguf({"hash", model, "--format", "gguf-hash", "--no-layer"}).out, got[0] + "\n");  // xxh64 by default
+
+  const auto json = run_gguf({"hash", model, "--uuid", "--no-layer", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc, nlohmann::json::parse(R"({"file":")" + model + R"(","digests":[{"algorithm":"uuid","digest":")" +
+                                       test::lines_of(run_gguf({"hash", model, "--uuid", "--no-layer"}).out)[0].substr(10, 36) +
+                                       R"(","tensor":null}]})"));
+
+  const auto bad_format = run_gguf({"hash", model, "--format", "sha256sum"});
+  EXPECT_EQ(bad_format.exit_code, 2);
+  EXPECT_EQ(bad_format.out, "");
+  EXPECT_EQ(bad_format.err, "gguf hash: unknown --format 'sha256sum' (ggufkit or gguf-hash)\n");
+  const auto uuid_algorithm = run_gguf({"hash", model, "-a", "uuid"});
+  EXPECT_EQ(uuid_algorithm.exit_code, 2);
+  EXPECT_EQ(uuid_algorithm.err, "gguf hash: unknown algorithm 'uuid' (xxh64, sha1 or sha256; the model id is --uuid)\n");
+
+  const fs::path dir = test::temp_dir("hash-cli-gguf-hash");
+  write_text(dir / "ours.manifest", run_gguf({"hash", model, "-a", "sha1"}).out);
+  const auto mixed = run_gguf({"hash", model, "--check", (dir / "ours.manifest").string(), "--sha1"});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_EQ(mixed.out, "");
+  EXPECT_EQ(mixed.err, "gguf hash: " + (dir / "ours.manifest").string() +
+                           " is a ggufkit manifest: it is checked with its own algorithm, without gguf-hash's options\n");
+  const auto ok = run_gguf({"hash", model, "--check", (dir / "ours.manifest").string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  write_text(dir / "theirs.manifest", run_gguf({"hash", model, "--all"}).out);
+  const auto verified = run_gguf({"hash", model, "--check", (dir / "theirs.manifest").string(), "--json"});
+  EXPECT_EQ(verified.exit_code, 0) << verified.err;
+  EXPECT_EQ(nlohmann::json::parse(verified.out),
+            nlohmann::json::parse(R"({"mismatches":[],"file":")" + model + R"(","ok":true,"tensors_checked":)" +
+                                  std::to_string(got.size() == 3 ? test::lines_of(run_gguf({"hash", model, "--sha256"}).out).size() - 1 : 0) +
+                                  R"(,"model_checked":true,"algorithms":"sha256","manifest_format":"gguf-hash","mismatch_count":0})"));
+  write_text(dir / "junk.manifest", "sha256    nothex  m.gguf\n");
+  const auto junk = run_gguf({"hash", model, "--check", (dir / "junk.manifest").string()});
+  EXPECT_EQ(junk.exit_code, 2);
+  EXPECT_EQ(junk.err, "gguf: " + (dir / "junk.manifest").string() +
+                          ": manifest line 1: 'nothex' is not a sha256 digest (64 lower-case hex digits)\n");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ggufkit

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "hash/xxh64.h"
 #include "ggufkit/hash.h"
 #include "ggufkit/split.h"
 #include "test_support.h"
@@ -14,43 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::span<const std::byte> bytes_of(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
-
-TEST(Xxh64, KnownAnswers) {
-  // Published XXH64 values (seed 0 unless given), covering every length class: < 4, 4..7, 8..31,
-  // exactly one 32-byte stripe, and longer.
-  const struct {
-    std::string_view text;
-    uint64_t seed;
-    uint64_t want;
-  } cases[] = {
-      {"", 0, 0xef46db3751d8e999ull},
-      {"a", 0, 0xd24ec4f1a98c6e5bull},
-      {"abc", 0, 0x44bc2cf5ad770999ull},
-      {"1234", 0, 0xd8316e61d84f6ba4ull},
-      {"12345678", 0, 0xd2d02f08cf7cfd4aull},
-      {"123456789012345", 0, 0xc377d78ade001a3cull},
-      {"1234567890123456", 0, 0xb61c33dc6c59f270ull},
-      {"1234567890123456789012345678901", 0, 0x8f367cb873a5376eull},
-      {"12345678901234567890123456789012", 0, 0x40fd1aa52d98274cull},
-      {"The quick brown fox jumps over the lazy dog", 0, 0x0b242d361fda71bcull},
-      {"", 5381, 0xaf382146d5c3cacfull},
-      {"abc", 5381, 0x19d1c1b5c673451full},
-      {"12345678901234567890123456789012", 5381, 0x38ea26e7c55f8095ull},
-  };
-  for (const auto& c : cases) EXPECT_EQ(digest::xxh64(bytes_of(c.text), c.seed), c.want) << "'" << c.text << "'";
-  EXPECT_EQ(digest_hex(DigestAlgorithm::xxh64, bytes_of("abc")), "44bc2cf5ad770999");
-}
-
-std::string sha256sum_of(const fs::path& path) {
-  const std::string cmd = "sha256sum '" + path.string() + "' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {};
-  char buf[65] = {};
-  const size_t n = fread(buf, 1, 64, p);
-  pclose(p);
-  return std::string(buf, n);
-}
+std::string sha256sum_of(const fs::path& path) { return test::first_word_of("sha256sum " + test::shell_quoted(path)); }
 
 TEST(Hash, FileDigestsEqualSha256sumAndTensorDigestsTheirBytes) {
   auto model = SplitModel::open(test::sample_model());
@@ -157,6 +120,104 @@ TEST(Hash, SplitModelsHashAsTheirTensors) {
   ASSERT_EQ(mismatches.size(), 1u);  // the tensors agree; the files do not
   EXPECT_EQ(mismatches[0].kind, "file_count");
   fs::remove_all(dir);
+}
+
+// gguf-hash's lines: what gguf_hash_file computes is each tensor's bytes' and the concatenation's
+// digest, the lines read back equal, and the parser says which line is wrong and why.
+TEST(GgufHash, LinesAreDigestsOfTheTensorsAndTheirConcatenation) {
+  auto file = GgufFile::open(test::sample_model());
+  ASSERT_TRUE(file);
+  const auto m = gguf_hash_file(
+      *file, "x/m.gguf", {.algorithms = {DigestAlgorithm::uuid, DigestAlgorithm::sha256, DigestAlgorithm::xxh64}}, Threads{2});
+  const auto tensors = file->tensors();
+  ASSERT_EQ(m.entries.size(), tensors.size() * 2 + 3);
+  std::vector<std::byte> all;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto data = file->tensor_data(tensors[i]);
+    all.insert(all.end(), data.begin(), data.end());
+    EXPECT_EQ(m.entries[2 * i].algorithm, DigestAlgorithm::xxh64);  // gguf-hash's order, not the request's
+    EXPECT_EQ(m.entries[2 * i].tensor, tensors[i].name);
+    EXPECT_EQ(m.entries[2 * i].digest, digest_hex(DigestAlgorithm::xxh64, data));
+    EXPECT_EQ(m.entries[2 * i + 1].algorithm, DigestAlgorithm::sha256);
+    EXPECT_EQ(m.entries[2 * i + 1].digest, digest_hex(DigestAlgorithm::sha256, data));
+  }
+  const size_t model = tensors.size() * 2;
+  EXPECT_EQ(m.entries[model].digest, digest_hex(DigestAlgorithm::xxh64, all));
+  EXPECT_EQ(m.entries[model + 1].digest, digest_hex(DigestAlgorithm::sha256, all));
+  EXPECT_EQ(m.entries[model + 2].algorithm, DigestAlgorithm::uuid);
+  EXPECT_EQ(m.entries[model + 2].digest, digest_hex(DigestAlgorithm::uuid, all));
+  for (size_t i = model; i < m.entries.size(); ++i) EXPECT_EQ(m.entries[i].tensor, "");
+
+  const std::string text = format_gguf_hash(m);
+  EXPECT_TRUE(text.starts_with("xxh64     " + m.entries[0].digest + "  x/m.gguf:" + std::string(tensors[0].name) + "\n"));
+  EXPECT_TRUE(text.ends_with("uuid      " + m.entries.back().digest + "  x/m.gguf\n"));
+  EXPECT_TRUE(is_gguf_hash_manifest("\n# comment\n" + text));
+  EXPECT_FALSE(is_gguf_hash_manifest(format_manifest(hash_model(*SplitModel::open(test::sample_model()),
+                                                                DigestAlgorithm::sha1))));
+  const auto back = parse_gguf_hash(text);
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(back->file, "x/m.gguf");
+  EXPECT_EQ(format_gguf_hash(*back), text);
+  EXPECT_EQ(gguf_hash_algorithms(*back),
+            (std::vector<DigestAlgorithm>{DigestAlgorithm::xxh64, DigestAlgorithm::sha256, DigestAlgorithm::uuid}));
+  EXPECT_EQ(strongest_gguf_hash_algorithm(*back), DigestAlgorithm::sha256);
+  EXPECT_TRUE(compare_gguf_hash(*back, m).empty());
+  // --no-layer: the model's lines only, the same digests.
+  const auto short_m = gguf_hash_file(*file, "x/m.gguf", {.algorithms = {DigestAlgorithm::xxh64}, .per_tensor = false});
+  ASSERT_EQ(short_m.entries.size(), 1u);
+  EXPECT_EQ(short_m.entries[0].digest, m.entries[model].digest);
+  // Checked against the full manifest: the tensors are not compared, the model is.
+  EXPECT_TRUE(compare_gguf_hash(*back, short_m).empty());
+}
+
+TEST(GgufHash, BadLinesAreRefusedWithTheLineAndWhy) {
+  const std::string h16 = "0123456789abcdef";
+  const struct {
+    std::string text;
+    std::string message;
+  } cases[] = {
+      {"", "not a gguf-hash manifest: no digest lines"},
+      {"# only a comment\n", "not a gguf-hash manifest: no digest lines"},
+      {"md5       " + h16 + "  m.gguf\n", "manifest line 1: 'md5' is not an algorithm of gguf-hash (xxh64, sha1, sha256 or uuid)"},
+      {"xxh64     0123  m.gguf\n", "manifest line 1: '0123' is not a xxh64 digest (16 lower-case hex digits)"},
+      {"\nsha1      " + h16 + "  m.gguf\n", "manifest line 2: '" + h16 + "' is not a sha1 digest (40 lower-case hex digits)"},
+      {"uuid      " + h16 + h16 + "0000  m.gguf\n", "manifest line 1: '" + h16 + h16 + "0000' is not a uuid (8-4-4-4-12 lower-case hex digits)"},
+      {"xxh64     " + h16 + "\n", "manifest line 1: expected ALGO  DIGEST  FILE or FILE:TENSOR"},
+      {"xxh64     " + h16 + "  m.gguf:a\nxxh64     " + h16 + "  other.gguf\n" + "xxh64     " + h16 + "  m.gguf\n",
+       "manifest line 2: 'other.gguf' is neither m.gguf nor m.gguf:TENSOR (a manifest covers one file)"},
+  };
+  for (const auto& c : cases) {
+    const auto m = parse_gguf_hash(c.text);
+    ASSERT_FALSE(m) << c.text;
+    EXPECT_EQ(m.error().message, c.message) << c.text;
+  }
+}
+
+TEST(GgufHash, ComparisonNamesMissingUnexpectedAndDifferentTensors) {
+  const std::string a(16, 'a'), b(16, 'b');
+  const auto expected = parse_gguf_hash("xxh64     " + a + "  m.gguf:t1\nxxh64     " + a + "  m.gguf:t2\n" +
+                                        "sha1      " + std::string(40, 'c') + "  m.gguf:t9\nxxh64     " + a + "  m.gguf\n");
+  ASSERT_TRUE(expected) << expected.error().describe();
+  GgufHashManifest actual{"renamed.gguf",
+                          {{DigestAlgorithm::xxh64, a, "t1"}, {DigestAlgorithm::xxh64, b, "t2"},
+                           {DigestAlgorithm::xxh64, a, "t3"}, {DigestAlgorithm::xxh64, b, ""}}};
+  const auto mismatches = compare_gguf_hash(*expected, actual);
+  ASSERT_EQ(mismatches.size(), 3u);
+  EXPECT_EQ(mismatches[0].kind, "tensor");
+  EXPECT_EQ(mismatches[0].name, "t2");
+  EXPECT_EQ(mismatches[0].message, "xxh64 " + b + ", the manifest says " + a);
+  EXPECT_EQ(mismatches[1].kind, "unexpected_tensor");
+  EXPECT_EQ(mismatches[1].name, "t3");
+  EXPECT_EQ(mismatches[1].message, "the file has it, the manifest has no xxh64 line for it");
+  EXPECT_EQ(mismatches[2].kind, "model");
+  EXPECT_EQ(mismatches[2].message, "xxh64 of every tensor's data " + b + ", the manifest says " + a);
+  // A tensor the manifest lists and the file lacks (t9 is sha1 only: not compared with xxh64).
+  actual.entries = {{DigestAlgorithm::xxh64, a, "t1"}, {DigestAlgorithm::xxh64, a, ""}};
+  const auto missing = compare_gguf_hash(*expected, actual);
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0].kind, "missing_tensor");
+  EXPECT_EQ(missing[0].name, "t2");
+  EXPECT_EQ(missing[0].message, "the manifest has a xxh64 line for it, the file does not have it");
 }
 
 }  // namespace

@@ -112,7 +112,7 @@ check "completion: flags take no value, so the positionals after one are counted
 check "completion: a flag's next word is an option or a positional, not its value" "--json " \
   "$(complete_words gguf info --json a.gguf --js)"
 check "completion: file names for the input (bash's default)" "" "$(complete_words gguf quantize mod)"
-check "completion: an option's choices" "sha256 " "$(complete_words gguf hash --algorithm s)"
+check "completion: an option's choices" "sha1 sha256 " "$(complete_words gguf hash --algorithm s)"
 check "completion: an IsMember option's choices" "f16 f32 " "$(complete_words gguf extract m.gguf -o x --type f)"
 check "completion: convert --outtype" "bf16 " "$(complete_words gguf convert dir out.gguf --outtype bf)"
 "$build/gguf" completion zsh > "$work/zsh.out" 2> "$work/zsh.err"

@@ -130,26 +130,56 @@ std::optional<std::string> node_llama_cpp_missing() {
   return std::nullopt;
 }
 
-NodeRun run_node_script(const std::string& script, const std::vector<std::string>& args) {
-  // Single quotes for the shell; a quote inside an argument is closed, escaped and reopened.
-  const auto quoted = [](const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-  };
-  std::string cmd = "node " + quoted(std::string(GGUFKIT_SOURCE_DIR) + "/tests/" + script) + " " +
-                    quoted(std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules");
-  for (const auto& a : args) cmd += " " + quoted(a);
-  cmd += " 2>&1";
+std::string shell_quoted(const std::string& s) {
+  // A quote inside is closed, escaped and reopened.
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+NodeRun run_shell(const std::string& command) {
   NodeRun r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen(command.c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  const int status = pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+std::string first_word_of(const std::string& command) {
+  const std::string out = run_shell(command + " 2>/dev/null").out;
+  return out.substr(0, out.find_first_of(" \t\n"));
+}
+
+std::variant<GgufPy, std::string> gguf_py() {
+  const std::filesystem::path scripts =
+      std::filesystem::path(GGUFKIT_SOURCE_DIR) / ".oracle" / "llama.cpp" / "gguf-py" / "gguf" / "scripts";
+  if (!std::filesystem::exists(scripts / "gguf_hash.py")) {
+    return "gguf-py is not checked out in " + scripts.string() + " (scripts/install-oracle.sh)";
+  }
+  // Debian's python3 first: scripts/install-deps.sh installs python3-numpy and python3-tqdm for it.
+  for (const char* candidate : {"/usr/bin/python3", "python3"}) {
+    const std::string probe = std::string(candidate) + " -c 'import numpy, tqdm' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return GgufPy{candidate, scripts};
+  }
+  return std::string("no python3 with numpy and tqdm (scripts/install-deps.sh test installs them)");
+}
+
+NodeRun run_gguf_py(const GgufPy& py, const std::string& script, const std::vector<std::string>& args) {
+  std::string cmd = py.python + " " + shell_quoted((py.scripts / script).string());
+  for (const auto& a : args) cmd += " " + shell_quoted(a);
+  return run_shell(cmd + " 2>/dev/null");
+}
+
+NodeRun run_node_script(const std::string& script, const std::vector<std::string>& args) {
+  const auto quoted = shell_quoted;
+  std::string cmd = "node " + quoted(std::string(GGUFKIT_SOURCE_DIR) + "/tests/" + script) + " " +
+                    quoted(std::string(GGUFKIT_SOURCE_DIR) + "/.oracle/node_modules");
+  for (const auto& a : args) cmd += " " + quoted(a);
+  return run_shell(cmd + " 2>&1");
 }
 
 }  // namespace ggufkit::test

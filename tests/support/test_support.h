@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace ggufkit::test {
@@ -49,6 +50,24 @@ struct NodeRun {
 };
 // Runs tests/<script> (e.g. "split/llama_eval.mjs") with node: MODULES_DIR then `args`.
 NodeRun run_node_script(const std::string& script, const std::vector<std::string>& args);
+
+// `s` in single quotes for the shell.
+std::string shell_quoted(const std::string& s);
+// Runs a shell command line, stdout captured (stderr as the command redirects it).
+NodeRun run_shell(const std::string& command);
+// The first word a command prints on stdout (a digest from sha256sum or xxhsum, say); stderr discarded.
+std::string first_word_of(const std::string& command);
+
+// gguf-py's scripts (scripts/install-oracle.sh checks them out of the oracle's llama.cpp bundle
+// into .oracle/llama.cpp) run with a python3 that has numpy and tqdm.
+struct GgufPy {
+  std::string python;             // the interpreter
+  std::filesystem::path scripts;  // .../gguf-py/gguf/scripts
+};
+// The interpreter and the scripts directory, or why they cannot run here.
+std::variant<GgufPy, std::string> gguf_py();
+// Runs `python SCRIPT ARGS...` (no shell quoting needed), stdout captured, stderr discarded.
+NodeRun run_gguf_py(const GgufPy& py, const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace ggufkit::test
 

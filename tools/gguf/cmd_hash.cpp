@@ -1,6 +1,8 @@
-// gguf hash FILE [--algorithm xxh64|sha256] [--json] [--check MANIFEST] [--threads N]: per-tensor and
-// whole-file digests as a manifest (on stdout), or verification of a model against a manifest
+// gguf hash FILE [--algorithm xxh64|sha1|sha256] [--json] [--check MANIFEST] [--threads N]: per-tensor
+// and whole-file digests as a manifest (on stdout), or verification of a model against a manifest
 // (exit 0 when everything matches, 1 when something differs, 2 when a file cannot be read).
+// With llama.cpp's gguf-hash options (--xxh64 --sha1 --sha256 --uuid --all --no-layer, or
+// --format gguf-hash) the lines gguf-hash prints; --check reads either kind of manifest.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -25,9 +27,28 @@ using ggufkit::ManifestMismatch;
 struct HashArgs {
   std::string file;
   std::string algorithm = "xxh64";
+  std::string format = "ggufkit";
   std::string check;
   bool json = false;
   unsigned threads = 0;
+  // gguf-hash's options.
+  bool xxh64 = false;
+  bool sha1 = false;
+  bool sha256 = false;
+  bool uuid = false;
+  bool all = false;
+  bool no_layer = false;
+
+  bool gguf_hash_selected() const { return xxh64 || sha1 || sha256 || uuid || all; }
+  bool gguf_hash_format() const { return format == "gguf-hash" || gguf_hash_selected() || no_layer; }
+  std::vector<DigestAlgorithm> gguf_hash_algorithms() const {
+    std::vector<DigestAlgorithm> out;
+    if (xxh64 || all) out.push_back(DigestAlgorithm::xxh64);
+    if (sha1 || all) out.push_back(DigestAlgorithm::sha1);
+    if (sha256 || all) out.push_back(DigestAlgorithm::sha256);
+    if (uuid) out.push_back(DigestAlgorithm::uuid);
+    return out;
+  }
 };
 
 constexpr uintmax_t kMaxManifestBytes = uintmax_t{256} << 20;
@@ -52,10 +73,9 @@ std::string manifest_json(const Manifest& m) {
   return out + "\n";
 }
 
-// The mismatches, one line each, then the verdict.
-void print_check(Printer& p, const std::string& file, const Manifest& expected,
-                 const std::vector<ManifestMismatch>& mismatches) {
-  p.begin_object().begin_array("mismatches");
+// The mismatches, one line each.
+void print_mismatches(Printer& p, const std::vector<ManifestMismatch>& mismatches) {
+  p.begin_array("mismatches");
   for (const ManifestMismatch& m : mismatches) {
     p.begin_object().begin_line();
     p.field("kind", m.kind, m.kind);
@@ -64,6 +84,13 @@ void print_check(Printer& p, const std::string& file, const Manifest& expected,
     p.end_line().end_object();
   }
   p.end_array();
+}
+
+// The mismatches, then the verdict.
+void print_check(Printer& p, const std::string& file, const Manifest& expected,
+                 const std::vector<ManifestMismatch>& mismatches) {
+  p.begin_object();
+  print_mismatches(p, mismatches);
   p.begin_line();
   p.field("file", file, file);
   p.field("ok", mismatches.empty(), mismatches.empty() ? ": OK (" : ": FAILED (");
@@ -75,7 +102,7 @@ void print_check(Printer& p, const std::string& file, const Manifest& expected,
   p.end_line().end_object();
 }
 
-std::optional<Manifest> read_manifest(const std::string& path) {
+std::optional<std::string> read_manifest_text(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec || size > kMaxManifestBytes) {
@@ -89,25 +116,130 @@ std::optional<Manifest> read_manifest(const std::string& path) {
     fmt::print(stderr, "gguf: {}: cannot read\n", path);
     return std::nullopt;
   }
-  auto m = ggufkit::parse_manifest(text.str());
-  if (!m) {
-    fmt::print(stderr, "gguf: {}: {}\n", path, m.error().message);
-    return std::nullopt;
+  return std::move(text).str();
+}
+
+std::string gguf_hash_json(const ggufkit::GgufHashManifest& m) {
+  std::string out;
+  ggufkit::json::Writer w(out);
+  w.begin_object().member("file", m.file).key("digests").begin_array();
+  for (const ggufkit::GgufHashEntry& e : m.entries) {
+    w.begin_object().member("algorithm", ggufkit::digest_algorithm_name(e.algorithm)).member("digest", e.digest);
+    w.key("tensor");
+    if (e.tensor.empty()) {
+      w.null();
+    } else {
+      w.value(e.tensor);
+    }
+    w.end_object();
   }
-  return std::move(m).value();
+  w.end_array().end_object();
+  return out + "\n";
+}
+
+std::string algorithm_list(const std::vector<DigestAlgorithm>& algorithms) {
+  std::string out;
+  for (const DigestAlgorithm a : algorithms) out += (out.empty() ? "" : ", ") + std::string(ggufkit::digest_algorithm_name(a));
+  return out;
+}
+
+// A gguf-hash manifest checked as gguf-hash checks it: with the algorithms asked for, else the
+// strongest the manifest has; per tensor where the manifest has tensor lines.
+int run_gguf_hash_check(const HashArgs& args, const std::string& text) {
+  auto expected = ggufkit::parse_gguf_hash(text);
+  if (!expected) {
+    fmt::print(stderr, "gguf: {}: {}\n", args.check, expected.error().message);
+    return kUsageOrIoError;
+  }
+  const auto have = ggufkit::gguf_hash_algorithms(*expected);
+  std::vector<DigestAlgorithm> use = args.gguf_hash_algorithms();
+  if (use.empty()) use = {ggufkit::strongest_gguf_hash_algorithm(*expected)};
+  for (const DigestAlgorithm a : use) {
+    if (std::find(have.begin(), have.end(), a) == have.end()) {
+      fmt::print(stderr, "gguf hash: {} has no {} lines (it has {})\n", args.check, ggufkit::digest_algorithm_name(a),
+                 algorithm_list(have));
+      return kUsageOrIoError;
+    }
+  }
+  const bool per_tensor = std::any_of(expected->entries.begin(), expected->entries.end(), [&](const auto& e) {
+    return !e.tensor.empty() && std::find(use.begin(), use.end(), e.algorithm) != use.end();
+  });
+  auto file = ggufkit::GgufFile::open(args.file);
+  if (!file) {
+    report_error(args.file, file.error());
+    return kUsageOrIoError;
+  }
+  const auto actual =
+      ggufkit::gguf_hash_file(*file, args.file, {.algorithms = use, .per_tensor = per_tensor}, ggufkit::Threads{args.threads});
+  const auto mismatches = ggufkit::compare_gguf_hash(*expected, actual);
+  size_t tensors = 0;
+  for (const auto& e : actual.entries) tensors += e.tensor.empty() || e.algorithm != use.front() ? 0 : 1;
+  const bool model = std::any_of(expected->entries.begin(), expected->entries.end(), [&](const auto& e) {
+    return e.tensor.empty() && std::find(use.begin(), use.end(), e.algorithm) != use.end();
+  });
+  std::string out;
+  {
+    auto p = Printer::make(args.json, out);
+    p->begin_object();
+    print_mismatches(*p, mismatches);
+    p->begin_line();
+    p->field("file", args.file, args.file);
+    p->field("ok", mismatches.empty(), mismatches.empty() ? ": OK (" : ": FAILED (");
+    p->field("tensors_checked", tensors, plural(tensors, "tensor", "tensors"));
+    p->field("model_checked", model, model ? " and the model digest" : "");
+    p->field("algorithms", algorithm_list(use), " checked with " + algorithm_list(use));
+    p->field("manifest_format", "gguf-hash", " against a gguf-hash manifest");
+    p->field("mismatch_count", mismatches.size(), ", " + plural(mismatches.size(), "mismatch", "mismatches") + ")");
+    p->end_line().end_object();
+  }
+  if (const int written = write_result(out); written != kOk) return written;
+  return mismatches.empty() ? kOk : kProblemFound;
+}
+
+// gguf-hash's lines for one file.
+int run_gguf_hash(const HashArgs& args) {
+  std::vector<DigestAlgorithm> use = args.gguf_hash_algorithms();
+  if (use.empty()) use = {DigestAlgorithm::xxh64};  // gguf-hash's default
+  auto file = ggufkit::GgufFile::open(args.file);
+  if (!file) {
+    report_error(args.file, file.error());
+    return kUsageOrIoError;
+  }
+  const auto m = ggufkit::gguf_hash_file(*file, args.file, {.algorithms = use, .per_tensor = !args.no_layer},
+                                         ggufkit::Threads{args.threads});
+  return write_result(args.json ? gguf_hash_json(m) : ggufkit::format_gguf_hash(m));
 }
 
 int run_hash(const HashArgs& args) {
+  if (args.format != "ggufkit" && args.format != "gguf-hash") {
+    fmt::print(stderr, "gguf hash: unknown --format '{}' (ggufkit or gguf-hash)\n", args.format);
+    return kUsageOrIoError;
+  }
   auto algorithm = ggufkit::parse_digest_algorithm(args.algorithm);
-  if (!algorithm) {
-    fmt::print(stderr, "gguf hash: unknown algorithm '{}' (xxh64 or sha256)\n", args.algorithm);
+  if (!algorithm || *algorithm == DigestAlgorithm::uuid) {
+    fmt::print(stderr, "gguf hash: unknown algorithm '{}' (xxh64, sha1 or sha256; the model id is --uuid)\n",
+               args.algorithm);
     return kUsageOrIoError;
   }
   std::optional<Manifest> expected;
   if (!args.check.empty()) {
-    expected = read_manifest(args.check);
-    if (!expected) return kUsageOrIoError;
+    const auto text = read_manifest_text(args.check);
+    if (!text) return kUsageOrIoError;
+    if (ggufkit::is_gguf_hash_manifest(*text)) return run_gguf_hash_check(args, *text);
+    if (args.gguf_hash_selected() || args.no_layer) {
+      fmt::print(stderr, "gguf hash: {} is a ggufkit manifest: it is checked with its own algorithm, without "
+                         "gguf-hash's options\n", args.check);
+      return kUsageOrIoError;
+    }
+    auto parsed = ggufkit::parse_manifest(*text);
+    if (!parsed) {
+      fmt::print(stderr, "gguf: {}: {}\n", args.check, parsed.error().message);
+      return kUsageOrIoError;
+    }
+    expected = std::move(parsed).value();
     algorithm = expected->algorithm;  // verify with the manifest's own algorithm
+  } else if (args.gguf_hash_format()) {
+    return run_gguf_hash(args);
   }
   auto model = ggufkit::SplitModel::open(args.file);
   if (!model) {
@@ -136,8 +268,20 @@ Runner register_hash(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("hash", "Digests of every tensor and file (a manifest), or verify a model "
                                              "against a manifest");
   cmd->add_option("file", args->file, "GGUF file, or the first shard of a split model")->required();
-  cmd->add_option("--algorithm,-a", args->algorithm, "xxh64 (fast, default) or sha256")->type_name("xxh64|sha256");
-  cmd->add_option("--check,-c", args->check, "Verify against this manifest (written by gguf hash); exit 1 on a mismatch");
+  cmd->add_option("--algorithm,-a", args->algorithm, "xxh64 (fast, default), sha1 or sha256")
+      ->type_name("xxh64|sha1|sha256");
+  cmd->add_option("--check,-c", args->check,
+                  "Verify against this manifest (gguf hash's, or gguf-hash's / gguf_hash.py's lines); exit 1 on a "
+                  "mismatch");
+  cmd->add_option("--format", args->format,
+                  "ggufkit (files and tensors with sizes, default) or gguf-hash (llama.cpp gguf-hash's lines)")
+      ->type_name("ggufkit|gguf-hash");
+  cmd->add_flag("--xxh64", args->xxh64, "gguf-hash's: xxh64 lines (its default)");
+  cmd->add_flag("--sha1", args->sha1, "gguf-hash's: sha1 lines");
+  cmd->add_flag("--sha256", args->sha256, "gguf-hash's: sha256 lines");
+  cmd->add_flag("--uuid", args->uuid, "gguf-hash's: the model id (UUIDv5 of every tensor's data)");
+  cmd->add_flag("--all", args->all, "gguf-hash's: xxh64, sha1 and sha256 lines");
+  cmd->add_flag("--no-layer", args->no_layer, "gguf-hash's: the model's lines only, no per-tensor lines");
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");
   return [args] { return run_hash(*args); };
