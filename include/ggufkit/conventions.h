@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ggufkit/reader.h"
 
@@ -67,6 +68,19 @@ std::optional<TensorType> file_type_default_type(uint32_t file_type);
 // The llama_ftype llama-quantize uses for a type name given alone (q4_K -> MOSTLY_Q4_K_M, as its
 // "Q4_K" alias).
 std::optional<uint32_t> file_type_for_type(TensorType type);
+
+// The metadata keys llama.cpp (src/llama-arch.cpp) and gguf-py (constants.py, Keys) name, for a
+// file of `architecture` (empty: the {arch}.* keys are left out). Indexed keys
+// (general.base_model.{id}.name) and named ones (tokenizer.chat_template.{name}) match any index
+// and name.
+bool is_known_key(std::string_view key, std::string_view architecture);
+// The namespace of `key` when it is one whose keys are all known: general, tokenizer, split,
+// adapter, or the file's architecture; empty otherwise (a namespace of the user's own).
+std::string_view known_key_namespace(std::string_view key, std::string_view architecture);
+// Every known key as a concrete name, indexed and named ones spelt like `near`'s segments.
+std::vector<std::string> known_keys(std::string_view architecture, std::string_view near = {});
+// The known key a misspelt one is nearest to (edit distance, nearest.h), if close enough.
+std::optional<std::string> nearest_known_key(std::string_view key, std::string_view architecture);
 
 // Typed, lazy access to the standard keys of an open file. Cheap to construct.
 class ModelMetadata {

@@ -17,6 +17,7 @@
 #include "ggufkit/imatrix.h"
 #include "ggufkit/json.h"
 #include "ggufkit/mapped_file.h"
+#include "ggufkit/nearest.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"

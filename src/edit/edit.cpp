@@ -1,5 +1,6 @@
 #include "ggufkit/endian.h"
 #include "ggufkit/edit.h"
+#include "ggufkit/nearest.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -82,6 +83,12 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
   auto find = [&](std::string_view key) {
     return std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.key == key; });
   };
+  auto near_key = [&](std::string_view key) {
+    std::vector<std::string_view> names;
+    names.reserve(entries.size());
+    for (const Entry& e : entries) names.emplace_back(e.key);
+    return did_you_mean(nearest_name(key, names));
+  };
 
   EditPlan plan;
   // What each touched key looked like before the first change to it.
@@ -112,7 +119,7 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
       }
       case MetadataChange::Kind::remove: {
         auto it = find(change.key);
-        if (it == entries.end()) return edit_error(change.key, "there is no such key to remove");
+        if (it == entries.end()) return edit_error(change.key, "there is no such key to remove" + near_key(change.key));
         record(change.key);
         entries.erase(it);
         break;
@@ -120,7 +127,7 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
       case MetadataChange::Kind::rename: {
         if (change.new_key.empty()) return edit_error(change.key, "a metadata key cannot be empty");
         auto it = find(change.key);
-        if (it == entries.end()) return edit_error(change.key, "there is no such key to rename");
+        if (it == entries.end()) return edit_error(change.key, "there is no such key to rename" + near_key(change.key));
         if (change.new_key == change.key) break;
         if (find(change.new_key) != entries.end()) {
           return edit_error(change.new_key, fmt::format("cannot rename '{}': the key exists", change.key));

@@ -91,7 +91,7 @@ TEST(CliQuantize, PresetNumbersAreLlamaQuantizes) {
     const CommandResult r = run_gguf({"quantize", in, out, bad, "--dry-run"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err, fmt::format("gguf: '{}' is not a quantization type (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...)\n", bad));
+    EXPECT_EQ(r.err, fmt::format("gguf: '{}' is not a quantization type (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...; gguf types lists them)\n", bad));
   }
   EXPECT_EQ(files_in(dir), 0u);
   fs::remove_all(dir);

@@ -1,4 +1,5 @@
 #include "cli_docs.h"
+#include "output.h"
 
 #include <fmt/format.h>
 
@@ -115,6 +116,27 @@ std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const ggufkit::FileTypeInfo* preset : quantize_presets()) names.emplace_back(ggufkit::file_type_preset_name(*preset));
   return names;
+}
+
+std::optional<std::string> unknown_option_message(CLI::App& app) {
+  CLI::App* verb = nullptr;
+  for (CLI::App* sub : app.get_subcommands({})) {
+    if (sub->parsed()) verb = sub;
+  }
+  CLI::App& where = verb != nullptr ? *verb : app;
+  for (const std::string& extra : where.remaining()) {
+    if (extra.size() < 2 || extra[0] != '-') continue;
+    const std::string word = extra.substr(0, extra.find('='));
+    std::vector<std::string> names = {"--help"};
+    for (const CLI::Option* o : visible_options(where)) {
+      if (o->get_positional()) continue;
+      for (auto& n : option_names(*o)) names.push_back(std::move(n));
+    }
+    const std::string verb_name = verb != nullptr ? " " + verb->get_name() : "";
+    return fmt::format("gguf{}: unknown option '{}'{}", verb_name, word,
+                       suggestion_or(ggufkit::nearest_name(word, names), fmt::format(" (see gguf{} --help)", verb_name)));
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> tensor_type_names() {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,11 @@ std::vector<std::string> preset_names();
 std::vector<const ggufkit::FileTypeInfo*> quantize_presets();
 std::vector<std::string> tensor_type_names();
 std::vector<std::string> quantization_type_names();
+
+// After CLI11's ExtrasError: "gguf VERB: unknown option '--thread' (did you mean --threads?)" for the
+// first unknown option of the verb that was parsed; nullopt when the extras are no options (CLI11's
+// own message then says what was not expected).
+std::optional<std::string> unknown_option_message(CLI::App& app);
 
 std::string bash_completion_script(const CLI::App& app);
 std::string man_page(const CLI::App& app);

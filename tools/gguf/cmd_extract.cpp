@@ -55,7 +55,8 @@ int run_extract(const ExtractArgs& args) {
     for (const std::string& name : args.tensors) {
       const ggufkit::ModelTensor* t = model->find_tensor(name);
       if (t == nullptr) {
-        fmt::print(stderr, "gguf: {}: no tensor named '{}'\n", args.file, name);
+        fmt::print(stderr, "gguf: {}: no tensor named '{}'{}\n", args.file, name,
+                   ggufkit::did_you_mean(nearest_tensor(*model, name)));
         return kUsageOrIoError;
       }
       chosen.push_back(t);

@@ -25,7 +25,8 @@ Runner register_get(CLI::App& app) {
     if (!file) return static_cast<int>(kUsageOrIoError);
     const ggufkit::KeyValue* kv = file->find(args->key);
     if (kv == nullptr) {
-      fmt::print(stderr, "gguf: {}: no key '{}'\n", terminal_safe(args->file), terminal_safe(args->key));
+      fmt::print(stderr, "gguf: {}: no key '{}'{}\n", terminal_safe(args->file), terminal_safe(args->key),
+                 terminal_safe(ggufkit::did_you_mean(nearest_key(*file, args->key))));
       return static_cast<int>(kProblemFound);
     }
     if (!args->json && kv->value.type() == ggufkit::ValueType::String) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cli_docs.h"
 #include "commands.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/imatrix.h"
@@ -48,7 +49,10 @@ std::optional<uint32_t> resolve_file_type(const std::string& name) {
 bool parse_type_option(const char* flag, const std::string& text, std::optional<ggufkit::TensorType>& out) {
   if (text.empty()) return true;
   out = ggufkit::parse_tensor_type(text);
-  if (!out) fmt::print(stderr, "gguf: {} '{}' is not a tensor type (q8_0, q6_K, f16...)\n", flag, text);
+  if (!out) {
+    fmt::print(stderr, "gguf: {} '{}' is not a tensor type{}\n", flag, text,
+               suggestion_or(ggufkit::nearest_name(text, tensor_type_names(), {.fold = true}), " (q8_0, q6_K, f16...)"));
+  }
   return out.has_value();
 }
 
@@ -123,7 +127,9 @@ int run_quantize(const QuantizeArgs& args) {
   }
   const auto file_type = resolve_file_type(args.type);
   if (!file_type || !ggufkit::file_type_default_type(*file_type)) {
-    fmt::print(stderr, "gguf: '{}' is not a quantization type (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...)\n", args.type);
+    fmt::print(stderr, "gguf: '{}' is not a quantization type{}\n", args.type,
+               suggestion_or(ggufkit::nearest_name(args.type, quantization_type_names(), {.fold = true}),
+                             " (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...; gguf types lists them)"));
     return kUsageOrIoError;
   }
   // A split model is read from its first shard; the output is one file.

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "ggufkit/conventions.h"
+#include "ggufkit/nearest.h"
 #include "edit_common.h"
 #include "output.h"
 
@@ -17,7 +19,21 @@ struct SetArgs {
   std::string type;
   std::string from_file;
   std::string json;
+  bool new_key = false;  // --new: a key unknown in a namespace ggufkit knows is meant
 };
+
+// A key the file lacks, in a namespace whose keys llama.cpp and gguf-py all name, that neither
+// names: most likely a misspelling (llama.context_lenght), refused unless --new says it is meant.
+bool refuse_unknown_key(const ggufkit::GgufFile& file, const std::string& key, bool new_key) {
+  if (new_key || file.find(key) != nullptr) return false;
+  const std::string arch(ggufkit::ModelMetadata(file).architecture().value_or(""));
+  const std::string_view ns = ggufkit::known_key_namespace(key, arch);
+  if (ns.empty() || ggufkit::is_known_key(key, arch)) return false;
+  const auto near = ggufkit::nearest_known_key(key, arch);
+  fmt::print(stderr, "gguf set: {} is not a key llama.cpp or gguf-py knows in {}.*{}; give --new to add it anyway\n",
+             key, ns, ggufkit::did_you_mean(near));
+  return true;
+}
 
 // The value for KEY: the existing key's type is kept unless --type gives one; a new key's is inferred.
 ggufkit::Expected<ggufkit::MetadataValue> value_for(const ggufkit::GgufFile& file, const std::string& key,
@@ -38,8 +54,12 @@ int run_set(SetArgs& args) {
   if (!args.type.empty()) {
     type = ggufkit::parse_value_type(args.type);
     if (!type || *type == ggufkit::ValueType::Array) {
-      fmt::print(stderr, "gguf set: unknown --type '{}' (uint8, int8, uint16, int16, uint32, int32, uint64, int64, "
-                         "float32, float64, bool, string; for arrays the element type)\n", args.type);
+      static const std::vector<std::string> kTypes = {"uint8", "int8",    "uint16",  "int16", "uint32", "int32",
+                                                      "uint64", "int64", "float32", "float64", "bool", "string"};
+      fmt::print(stderr, "gguf set: unknown --type '{}'{}\n", args.type,
+                 suggestion_or(ggufkit::nearest_name(args.type, kTypes, {.fold = true}),
+                               " (uint8, int8, uint16, int16, uint32, int32, uint64, int64, float32, float64, bool, "
+                               "string; for arrays the element type)"));
       return kUsageOrIoError;
     }
   }
@@ -58,6 +78,9 @@ int run_set(SetArgs& args) {
   const auto file = open_or_report(args.target.file);
   if (!file) return kUsageOrIoError;
 
+  for (size_t i = 0; i < args.pairs.size(); i += single ? 1 : 2) {
+    if (refuse_unknown_key(*file, args.pairs[i], args.new_key)) return kUsageOrIoError;
+  }
   std::vector<ggufkit::MetadataChange> changes;
   auto fail = [&](const ggufkit::Error& e) {
     report_error(args.target.file, e);
@@ -116,6 +139,9 @@ Runner register_set(CLI::App& app) {
                   "Value type (uint8..int64, float32, float64, bool, string; for --json arrays the element type). "
                   "Default: an existing key keeps its type, a new key's is inferred")
       ->type_name("uint8|int8|uint16|int16|uint32|int32|uint64|int64|float32|float64|bool|string");
+  cmd->add_flag("--new", args->new_key,
+                "Add a key llama.cpp and gguf-py do not know in general.*, tokenizer.*, split.*, adapter.* or the "
+                "architecture's namespace (refused without it as a likely misspelling)");
   cmd->add_option("--from-file", args->from_file, "The value is this file's bytes, exactly (a chat template)");
   cmd->add_option("--json", args->json, "The value as JSON (arrays: '[1, 2, 3]', '[\"a\", \"b\"]')");
   add_edit_options(*cmd, args->target);

@@ -50,7 +50,10 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_verb(argv[1])) {
-    fmt::print(stderr, "gguf: unknown verb '{}' (see gguf --help)\n", argv[1]);
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    fmt::print(stderr, "gguf: unknown verb '{}'{}\n", argv[1],
+               gguf_cli::suggestion_or(ggufkit::nearest_name(argv[1], names), " (see gguf --help)"));
     return gguf_cli::kUsageOrIoError;
   }
   try {
@@ -61,6 +64,14 @@ int main(int argc, char** argv) {
     return gguf_cli::finish_output(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
     return gguf_cli::finish_output(app.exit(e));
+  } catch (const CLI::ExtrasError& e) {
+    // An unknown option: name the nearest of the verb's own.
+    if (const auto line = gguf_cli::unknown_option_message(app)) {
+      fmt::print(stderr, "{}\n", *line);
+    } else {
+      app.exit(e);
+    }
+    return gguf_cli::kUsageOrIoError;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return gguf_cli::kUsageOrIoError;

@@ -1,5 +1,7 @@
 #include "output.h"
 
+#include "ggufkit/nearest.h"
+
 #include "ggufkit/json.h"
 
 #include <fmt/format.h>
@@ -246,5 +248,23 @@ std::string shorten_for_display(std::string_view s, size_t max) {
 }
 
 std::string terminal_safe(std::string_view s) { return shorten_for_display(s, SIZE_MAX); }
+
+std::optional<std::string> nearest_key(const ggufkit::GgufFile& file, std::string_view key) {
+  std::vector<std::string_view> names;
+  names.reserve(file.metadata().size());
+  for (const ggufkit::KeyValue& kv : file.metadata()) names.push_back(kv.key);
+  return ggufkit::nearest_name(key, names);
+}
+
+std::optional<std::string> nearest_tensor(const ggufkit::SplitModel& model, std::string_view name) {
+  std::vector<std::string_view> names;
+  names.reserve(model.tensors().size());
+  for (const ggufkit::ModelTensor& t : model.tensors()) names.push_back(t.info->name);
+  return ggufkit::nearest_name(name, names);
+}
+
+std::string suggestion_or(const std::optional<std::string>& suggestion, std::string_view fallback) {
+  return suggestion ? ggufkit::did_you_mean(suggestion) : std::string(fallback);
+}
 
 }  // namespace gguf_cli

@@ -13,7 +13,9 @@
 
 #include "ggufkit/atomic_file.h"
 #include "ggufkit/error.h"
+#include "ggufkit/nearest.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/split.h"
 
 namespace gguf_cli {
 
@@ -112,5 +114,11 @@ std::string human_count(uint64_t n);
 std::string shorten_for_display(std::string_view s, size_t max);
 // shorten_for_display without a limit.
 std::string terminal_safe(std::string_view s);
+
+// "Did you mean": the file's key or the model's tensor nearest to a misspelt name.
+std::optional<std::string> nearest_key(const ggufkit::GgufFile& file, std::string_view key);
+std::optional<std::string> nearest_tensor(const ggufkit::SplitModel& model, std::string_view name);
+// " (did you mean X?)" for a suggestion, else `fallback` (a hint at what is expected).
+std::string suggestion_or(const std::optional<std::string>& suggestion, std::string_view fallback);
 
 }  // namespace gguf_cli
