@@ -97,4 +97,63 @@ TEST(CliSuggest, SetRefusesUnknownKeysInKnownNamespacesWithoutNew) {
   fs::remove_all(dir);
 }
 
+// An edit after which llama.cpp would refuse the file (gguf check finds a new error): a warning on
+// stderr, the edit made; with --strict refused, nothing written. An edit that breaks nothing says
+// nothing.
+TEST(CliSuggest, EditsThatBreakTheLoaderWarnAndStrictRefuses) {
+  const fs::path dir = ggufkit::test::temp_dir("cli-suggest-strict");
+  const fs::path f = dir / "m.gguf";
+  fs::copy_file(ggufkit::test::sample_model(), f);
+  const std::string p = f.string();
+  const auto before = ggufkit::test::read_bytes(f);
+  const std::string found = ": after this edit, gguf check finds: ";
+  const std::string type_error =
+      "error arch.wrong_type at offset 232 (llama.context_length): 'llama.context_length' is a float32, but llama.cpp "
+      "reads it as a uint32 and refuses the file (\"key llama.context_length has wrong type f32 but expected type "
+      "u32\"); set it again with gguf set --type uint32\n";
+  const std::string special_error =
+      "error tokenizer.special_token_out_of_range at offset 11672 (tokenizer.ggml.bos_token_id): "
+      "tokenizer.ggml.bos_token_id is 99999 but the vocabulary has 512 tokens (ids 0..511); llama.cpp ignores it and "
+      "uses its default for the tokenizer instead; set it to the id of the intended token\n";
+  const std::string length_error =
+      "error tokenizer.length_mismatch at offset 7482 (tokenizer.ggml.scores): tokenizer.ggml.scores has 2 entries "
+      "for 512 tokens and llama.cpp refuses the file ('Index out of array bounds'); it needs one entry per token\n";
+  struct StrictCase {
+    std::vector<std::string> args;
+    std::string verb;
+    std::string finding;
+  };
+  for (const StrictCase& c : std::vector<StrictCase>{
+           {{"set", p, "llama.context_length", "8192", "--type", "float32"}, "set", type_error},
+           {{"set", p, "tokenizer.ggml.bos_token_id", "99999"}, "set", special_error},
+           {{"set", p, "tokenizer.ggml.scores", "--json", "[0.0, 1.0]"}, "set", length_error}}) {
+    SCOPED_TRACE(c.args[2]);
+    auto strict = c.args;
+    strict.push_back("--strict");
+    const auto refused = run_gguf(strict);
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_EQ(refused.out, "");
+    EXPECT_EQ(refused.err, "gguf " + c.verb + ": refused" + found + c.finding + "gguf " + c.verb + ": --strict: nothing written\n");
+    EXPECT_EQ(ggufkit::test::read_bytes(f), before);
+    auto dry = c.args;
+    dry.push_back("--dry-run");
+    const auto warned = run_gguf(dry);
+    EXPECT_EQ(warned.exit_code, 0);
+    EXPECT_EQ(warned.err, "gguf " + c.verb + ": warning" + found + c.finding);
+    EXPECT_TRUE(warned.out.find("dry run, nothing written") != std::string::npos) << warned.out;
+  }
+  const auto rm = run_gguf({"rm", p, "general.architecture", "--dry-run"});
+  EXPECT_EQ(rm.exit_code, 0);
+  EXPECT_EQ(rm.err, "gguf rm: warning" + found +
+                        "error metadata.missing_architecture (general.architecture): general.architecture is missing: "
+                        "llama.cpp cannot load a model without it (it picks the hyperparameter keys and the tensor "
+                        "layout by it); add it with gguf set\n");
+  // Fine edits pass --strict silently.
+  const auto fine = run_gguf({"set", p, "general.name", "Foo", "llama.context_length", "512", "--strict"});
+  EXPECT_EQ(fine.exit_code, 0);
+  EXPECT_EQ(fine.err, "");
+  EXPECT_EQ(run_gguf({"get", p, "llama.context_length"}).out, "512\n");
+  fs::remove_all(dir);
+}
+
 }  // namespace

@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "ggufkit/check.h"
 #include "ggufkit/json.h"
 #include "output.h"
 
@@ -50,6 +52,22 @@ void print_changes(const ggufkit::EditPlan& plan) {
   }
 }
 
+// What gguf check finds wrong with the edited metadata that it did not find before: errors (llama.cpp
+// would refuse the file: a loader key given another type, a special token id past the vocabulary,
+// tokens, scores and token types of different lengths) and warnings. Both headers are checked as
+// metadata-only files, so only what the edit changes differs.
+std::vector<ggufkit::Finding> introduced_problems(const ggufkit::EditPlan& plan) {
+  if (plan.mode == ggufkit::EditMode::unchanged || plan.header.empty()) return {};
+  const auto key = [](const ggufkit::Finding& f) { return fmt::format("{}\n{}\n{}", f.code, f.subject, f.message); };
+  std::set<std::string> before;
+  for (const ggufkit::Finding& f : ggufkit::check_bytes(plan.original_header).findings) before.insert(key(f));
+  std::vector<ggufkit::Finding> out;
+  for (ggufkit::Finding& f : ggufkit::check_bytes(plan.header).findings) {
+    if (f.severity != ggufkit::Severity::info && !before.contains(key(f))) out.push_back(std::move(f));
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_edit_options(CLI::App& cmd, EditTarget& target) {
@@ -59,6 +77,9 @@ void add_edit_options(CLI::App& cmd, EditTarget& target) {
   cmd.add_flag("--rewrite", target.rewrite, "Always write a new file and rename it into place, never in place");
   cmd.add_flag("--no-sync", target.no_sync,
                "Do not fsync before the rename: faster, still safe if the process dies, not if the power fails");
+  cmd.add_flag("--strict", target.strict,
+               "Refuse the edit (exit 2, nothing written) when gguf check would find a new error or warning "
+               "in the edited file; without it they are warnings");
   cmd.add_option("--rename", target.renames, "Also rename a key, OLD=NEW, after the verb's own changes (repeatable)");
   cmd.add_option("--rm", target.removals, "Also remove a key, after the renames (repeatable)");
 }
@@ -105,6 +126,15 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
     return kUsageOrIoError;
   }
   if (to_other && !outputs_allowed({target.output}, {.overwrite = target.force, .inputs = {target.file}})) {
+    return kUsageOrIoError;
+  }
+  const auto problems = introduced_problems(*plan);
+  for (const ggufkit::Finding& f : problems) {
+    fmt::print(stderr, "gguf {}: {}: after this edit, gguf check finds: {}\n", target.verb,
+               target.strict ? "refused" : "warning", terminal_safe(f.describe()));
+  }
+  if (target.strict && !problems.empty()) {
+    fmt::print(stderr, "gguf {}: --strict: nothing written\n", target.verb);
     return kUsageOrIoError;
   }
   print_changes(*plan);

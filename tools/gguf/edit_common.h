@@ -19,13 +19,14 @@ struct EditTarget {
   bool rewrite = false;      // never in place
   bool no_sync = false;      // skip fsync (safe against a killed process, not a power cut)
   bool force = false;        // -o may replace an existing file
+  bool strict = false;       // refuse an edit after which gguf check finds a new error or warning
   std::string verb;          // set, rm, rename: for messages
   // Extra changes any editing verb accepts, so that one call makes several kinds of change.
   std::vector<std::string> removals;   // --rm KEY
   std::vector<std::string> renames;    // --rename OLD=NEW
 };
 
-// Adds FILE's companions: -o, --dry-run, --rewrite, --rm, --rename.
+// Adds FILE's companions: -o, --dry-run, --rewrite, --no-sync, --strict, --rm, --rename.
 void add_edit_options(CLI::App& cmd, EditTarget& target);
 
 // Appends the --rm and --rename changes; false (after a message) when one is malformed.
