@@ -73,6 +73,10 @@ struct QuantizeOptions : RunOptions {  // threads, cancel, progress, sync (threa
   // Planning only (--dry-run): a tensor that needs an importance matrix none was given for is
   // noted in its plan instead of failing the plan (quantize_model still refuses it).
   bool dry_run = false;
+  // llama-quantize's COPY: every tensor copied as it is; general.file_type keeps the input's, or
+  // llama.cpp's guess when it has none (the most common tensor type's file type, marked guessed:
+  // 1024 + id). file_type is then ignored.
+  bool only_copy = false;
 };
 
 // What happens to one tensor.
@@ -96,7 +100,21 @@ struct QuantizePlan {
   // order and written swapped back, copied tensors keep their bytes.
   ByteOrder byte_order = ByteOrder::little;
   uint32_t shard_count = 1;  // output files (keep_split)
+  uint32_t file_type = 0;    // the output's general.file_type (options.file_type, or COPY's)
 };
+
+// The figures llama-quantize ends with: the model's size before and after over every tensor's
+// elements (bits per weight), without padding.
+struct QuantizeSizes {
+  uint64_t elements = 0;
+  uint64_t source_bytes = 0;
+  uint64_t output_bytes = 0;
+  size_t converted = 0;  // tensors quantized or converted
+  size_t copied = 0;     // tensors copied as they are
+  double source_bits_per_weight() const { return elements ? 8.0 * static_cast<double>(source_bytes) / static_cast<double>(elements) : 0; }
+  double output_bits_per_weight() const { return elements ? 8.0 * static_cast<double>(output_bytes) / static_cast<double>(elements) : 0; }
+};
+QuantizeSizes quantize_sizes(const QuantizePlan& plan);
 
 // The output files of a plan: `output` itself, or with keep_split llama-quantize's shard names
 // (OUTPUT without ".gguf", then -00001-of-0000N.gguf, even for one shard).

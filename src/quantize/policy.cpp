@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <regex>
 
 #include <fmt/format.h>
@@ -60,6 +61,7 @@ bool preset_requires_importance_matrix(uint32_t file_type) {
 }
 
 bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options) {
+  if (options.only_copy) return false;
   if (effective_dims(tensor) < 2) return false;  // 2-D and 3-D (experts) only
   if (!name.ends_with("weight")) return false;
   if (!options.quantize_output_tensor && name == "output.weight") return false;
@@ -131,9 +133,45 @@ Expected<void> attach_importance(TensorPlan& p, const ImportanceMatrix& matrix, 
   return {};
 }
 
+// COPY's general.file_type, as llama_model_loader sets ml.ftype: the input's key, else a guess from
+// the tensor type most tensors have (the first to reach the highest count in weights_map's order,
+// by layer and name), marked with LLAMA_FTYPE_GUESSED.
+uint32_t copied_file_type(const GgufFile& metadata, std::span<const TensorPlan> tensors) {
+  if (const KeyValue* kv = metadata.find(keys::kFileType); kv != nullptr) {
+    if (const auto v = kv->value.as_uint(); v && *v <= UINT32_MAX) return static_cast<uint32_t>(*v);
+  }
+  std::map<TensorType, size_t> count;
+  size_t most = 0;
+  std::optional<TensorType> type_max;
+  std::vector<const TensorInfo*> order;
+  for (const TensorPlan& p : tensors) order.push_back(p.tensor);
+  std::ranges::stable_sort(order, [](const TensorInfo* a, const TensorInfo* b) {
+    const int la = layer_of(a->name), lb = layer_of(b->name);
+    return la != lb ? la < lb : a->name < b->name;
+  });
+  for (const TensorInfo* t : order) {
+    const TensorType type = t->type;
+    if (++count[type] > most) {
+      most = count[type];
+      type_max = type;
+    }
+  }
+  constexpr uint32_t kGuessed = 1024;
+  using T = TensorType;
+  constexpr T kGuessable[] = {T::F32,   T::F16,     T::BF16,   T::Q4_0,    T::Q4_1,   T::Q5_0,   T::Q5_1,
+                              T::Q8_0,  T::Q2_K,    T::Q3_K,   T::Q4_K,    T::Q5_K,   T::Q6_K,   T::TQ1_0,
+                              T::TQ2_0, T::IQ2_XXS, T::IQ2_XS, T::IQ2_S,   T::IQ3_XXS, T::IQ1_S, T::IQ1_M,
+                              T::IQ4_NL, T::IQ4_XS, T::IQ3_S,  T::NVFP4,   T::Q1_0,   T::Q2_0};
+  uint32_t guess = 0;  // LLAMA_FTYPE_ALL_F32 for any other type
+  if (type_max && std::ranges::find(kGuessable, *type_max) != std::end(kGuessable)) {
+    guess = file_type_for_type(*type_max).value_or(0);
+  }
+  return guess | kGuessed;
+}
+
 Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const SourceTensor> tensors,
                                     const QuantizeOptions& options) {
-  const auto default_type = file_type_default_type(options.file_type);
+  const auto default_type = options.only_copy ? std::optional(TensorType::F32) : file_type_default_type(options.file_type);
   if (!default_type) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                       "file type " + std::to_string(options.file_type) + " has no quantization type");
@@ -168,9 +206,10 @@ Expected<QuantizePlan> plan_tensors(const GgufFile& metadata, std::span<const So
       return la != lb ? la < lb : a.tensor->name < b.tensor->name;
     });
   }
+  plan.file_type = options.only_copy ? copied_file_type(metadata, plan.tensors) : options.file_type;
   // The preset rules apply to quantized file types only (F16, BF16, F32 convert every tensor).
   std::optional<preset_rules::TypeChooser> chooser;
-  if (!options.pure && type_traits(*default_type).quantized) {
+  if (!options.pure && !options.only_copy && type_traits(*default_type).quantized) {
     std::vector<const TensorInfo*> infos;
     for (const TensorPlan& p : plan.tensors) infos.push_back(p.tensor);
     auto facts = preset_rules::model_facts(metadata, infos, options.metadata_overrides);
@@ -318,6 +357,21 @@ Expected<MetadataOverride> parse_metadata_override(std::string_view text) {
     return bad("the type is int, float, bool or str");
   }
   return o;
+}
+
+}  // namespace ggufkit
+
+namespace ggufkit {
+
+QuantizeSizes quantize_sizes(const QuantizePlan& plan) {
+  QuantizeSizes s;
+  for (const TensorPlan& p : plan.tensors) {
+    s.elements += static_cast<uint64_t>(p.tensor->n_elements());
+    s.source_bytes += p.data.size();
+    s.output_bytes += p.bytes;
+    ++(p.convert ? s.converted : s.copied);
+  }
+  return s;
 }
 
 }  // namespace ggufkit

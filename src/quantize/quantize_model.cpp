@@ -299,7 +299,7 @@ Expected<void> add_output_metadata(GgufBuilder& b, const GgufFile& input, const 
     // As llama.cpp: split keys go, and the two quantization keys move to the end with new values.
     for (std::string_view key : {keys::kSplitNo, keys::kSplitCount, keys::kSplitTensorsCount}) b.remove(key);
     if (auto r = set_at_end(b, keys::kQuantizationVersion, MetadataValue::of<uint32_t>(kQuantizationVersionCurrent)); !r) return r;
-    if (auto r = set_at_end(b, keys::kFileType, MetadataValue::of<uint32_t>(options.file_type)); !r) return r;
+    if (auto r = set_at_end(b, keys::kFileType, MetadataValue::of<uint32_t>(plan.file_type)); !r) return r;
     // --override-kv, then llama-quantize's own overrides naming the importance matrix.
     for (const MetadataOverride& o : options.metadata_overrides) {
       if (auto r = set_at_end(b, o.key, o.value); !r) return r;

@@ -1,6 +1,8 @@
 // gguf quantize: the plan, the refusals, and what is left on disk when it stops early.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -36,7 +38,18 @@ TEST(CliQuantize, PureQ8_0ConvertsTheWeightsAndKeepsTheRest) {
   const CommandResult r = run_gguf({"quantize", sample_model().string(), out.string(), "Q8_0", "--pure"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, out.string() + "\n");
-  EXPECT_EQ(r.err, "");  // progress only on a terminal (or with GGUFKIT_PROGRESS=always)
+  // Progress only on a terminal (or with GGUFKIT_PROGRESS=always); llama-quantize's closing figures
+  // always, unless --quiet: the sample's 20 tensors, 15 of them quantized (the norms stay f32).
+  const std::string sizes = "model size:     0.25 MiB (16.04 bits per weight)\n"
+                            "quant size:     0.13 MiB (8.56 bits per weight), 15 of 20 tensors quantized, 5 copied\n";
+  EXPECT_TRUE(r.err.starts_with(sizes)) << r.err;
+  EXPECT_TRUE(std::regex_match(r.err.substr(std::min(sizes.size(), r.err.size())),
+                               std::regex("quantize time: [0-9]+\\.[0-9][0-9] s\n")))
+      << r.err;
+  const CommandResult quiet = run_gguf({"quantize", sample_model().string(), out.string(), "Q8_0", "--pure", "-f", "-q"});
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_EQ(quiet.out, out.string() + "\n");
+  EXPECT_EQ(quiet.err, "");
   ::setenv("GGUFKIT_PROGRESS", "always", 1);
   const CommandResult shown = run_gguf({"quantize", sample_model().string(), out.string(), "Q8_0", "--pure", "--force"});
   ::unsetenv("GGUFKIT_PROGRESS");
@@ -44,7 +57,7 @@ TEST(CliQuantize, PureQ8_0ConvertsTheWeightsAndKeepsTheRest) {
   EXPECT_EQ(shown.out, out.string() + "\n");
   size_t lines = 0;
   for (size_t at = 0; (at = shown.err.find('\n', at)) != std::string::npos; ++at) ++lines;
-  EXPECT_EQ(lines, 20u) << shown.err;  // one line per tensor of the sample
+  EXPECT_EQ(lines, 23u) << shown.err;  // one line per tensor of the sample, then the figures
   EXPECT_NE(shown.err.find("[  20/20] 100.0%"), std::string::npos) << shown.err;
   auto q = GgufFile::open(out);
   ASSERT_TRUE(q) << q.error().describe();
@@ -63,10 +76,33 @@ TEST(CliQuantize, DryRunPrintsThePlanAndWritesNothing) {
   const CommandResult r =
       run_gguf({"quantize", sample_model().string(), (dir / "x.gguf").string(), "q4_K", "--pure", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // The sample's rows are 64 wide: q4_K (256 per block) falls back to q5_0, as llama.cpp does.
-  EXPECT_NE(r.out.find("blk.0.attn_q.weight"), std::string::npos);
-  EXPECT_NE(r.out.find("q5_0"), std::string::npos);
-  EXPECT_NE(r.out.find("tensor data:"), std::string::npos);
+  EXPECT_EQ(r.err, "");
+  // Every tensor in llama.cpp's order with its types and size, then the sizes. The sample's rows
+  // are 64 wide: q4_K (256 per block) falls back to q5_0, as llama.cpp does.
+  EXPECT_EQ(r.out,
+            "output_norm.weight                            f32 -> f32           256 B  copied\n"
+            "token_embd.weight                             f16 -> q5_0      22.00 KiB  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.0.attn_k.weight                           f16 -> q5_0         1408 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.0.attn_norm.weight                        f32 -> f32           256 B  copied\n"
+            "blk.0.attn_output.weight                      f16 -> q5_0         2816 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.0.attn_q.weight                           f16 -> q5_0         2816 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.0.attn_v.weight                           f16 -> q5_0         1408 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.0.ffn_down.weight                         f16 -> q5_0         8448 B  rows of 192 do not fit q4_K blocks: q5_0\n"
+            "blk.0.ffn_gate.weight                         f16 -> q5_0         8448 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.0.ffn_norm.weight                         f32 -> f32           256 B  copied\n"
+            "blk.0.ffn_up.weight                           f16 -> q5_0         8448 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.1.attn_k.weight                           f16 -> q5_0         1408 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.1.attn_norm.weight                        f32 -> f32           256 B  copied\n"
+            "blk.1.attn_output.weight                      f16 -> q5_0         2816 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.1.attn_q.weight                           f16 -> q5_0         2816 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.1.attn_v.weight                           f16 -> q5_0         1408 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.1.ffn_down.weight                         f16 -> q5_0         8448 B  rows of 192 do not fit q4_K blocks: q5_0\n"
+            "blk.1.ffn_gate.weight                         f16 -> q5_0         8448 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "blk.1.ffn_norm.weight                         f32 -> f32           256 B  copied\n"
+            "blk.1.ffn_up.weight                           f16 -> q5_0         8448 B  rows of 64 do not fit q4_K blocks: q5_0\n"
+            "model size:     0.25 MiB (16.04 bits per weight)\n"
+            "quant size:     0.09 MiB (5.56 bits per weight), 15 of 20 tensors quantized, 5 copied\n"
+            "tensor data: 89.25 KiB (91392 bytes, padding included)\n");
   EXPECT_EQ(files_in(dir), 0u);
   fs::remove_all(dir);
 }

@@ -126,6 +126,7 @@ bool LlamaQuantizeOracle::quantize(const std::string& in, const std::string& out
   imatrix.push_back({nullptr, nullptr, 0});
   if (!request.imatrix.empty()) params.imatrix = imatrix.data();
   params.keep_split = request.keep_split;
+  params.only_copy = request.only_copy;
   return run(in.c_str(), out.c_str(), &params) == 0;
 }
 

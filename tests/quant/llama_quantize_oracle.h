@@ -31,6 +31,7 @@ struct LlamaQuantizeRequest {
   // imatrix: each weight's importance values (llama_model_imatrix_data).
   std::vector<std::pair<std::string, std::vector<float>>> imatrix;
   bool keep_split = false;
+  bool only_copy = false;  // llama-quantize's COPY
 };
 
 // Compares two quantized files tensor by tensor (order, names, types, bytes): a sentence naming

@@ -136,6 +136,43 @@ TEST_F(QuantizeOptionsOracle, OutputTypeIsVisible) {
   EXPECT_FALSE(fs::exists(dir_ / "y.gguf"));
 }
 
+// COPY (only_copy): every tensor copied, general.file_type kept, or guessed when the input has none
+// (1024 + the most common type's file type); the same file as llama_model_quantize writes.
+TEST_F(QuantizeOptionsOracle, CopyWritesWhatLlamaQuantizesCopyWrites) {
+  std::vector<fs::path> inputs = {corpus("tiny-llama-f16.gguf"), corpus("tiny-llama-q4_k_m.gguf"),
+                                  corpus("tiny-llama-mxfp4_moe.gguf"), corpus("tiny-llama-iq4_xs.gguf")};
+  for (const char* name : {"tiny-llama-f16.gguf", "tiny-llama-q4_k_m.gguf", "tiny-llama-q6_k.gguf"}) {
+    const fs::path bare = dir_ / (std::string("no-file-type-") + name);
+    const CommandResult rm = run_gguf({"rm", corpus(name).string(), "general.file_type", "-o", bare.string()});
+    ASSERT_EQ(rm.exit_code, 0) << rm.err;
+    inputs.push_back(bare);
+  }
+  LlamaQuantizeRequest copy;
+  copy.only_copy = true;
+  for (const fs::path& in : inputs) {
+    SCOPED_TRACE(in.filename().string());
+    const fs::path ours = dir_ / "ours.gguf", theirs = dir_ / "llama.gguf";
+    const CommandResult r = run_gguf({"quantize", in.string(), ours.string(), "COPY", "-f", "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, ours.string() + "\n");
+    EXPECT_EQ(r.err, "");
+    ASSERT_TRUE(oracle_->quantize(in.string(), theirs.string(), copy));
+    EXPECT_EQ(first_difference(ours.string(), theirs.string()), "");
+    EXPECT_EQ(read_bytes(ours), read_bytes(theirs));
+    auto a = GgufFile::open(in);
+    auto b = GgufFile::open(ours);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->tensors().size(), b->tensors().size());
+    for (const TensorInfo& t : a->tensors()) {  // the order is llama.cpp's (by layer and name)
+      EXPECT_EQ(type_in(ours, t.name), t.type) << t.name;
+    }
+  }
+  // The guesses themselves: f16 -> MOSTLY_F16 (1), q6_K -> MOSTLY_Q6_K (18), each | 1024.
+  auto guessed = GgufFile::open(dir_ / "ours.gguf");
+  ASSERT_TRUE(guessed);
+  EXPECT_EQ(guessed->find("general.file_type")->value.as_uint(), 1024u + 18u);
+}
+
 TEST_F(QuantizeOptionsOracle, LeaveOutputTensor) {
   const fs::path untied = untied_model();
   ASSERT_FALSE(untied.empty());

@@ -3,6 +3,9 @@
 // Without --pure, TYPE's preset chooses each tensor's type as llama-quantize does (Q4_K_M gives some
 // tensors Q6_K...).
 #include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +27,7 @@ struct QuantizeArgs {
   std::string input, output, type;
   bool pure = false;
   bool dry_run = false;
+  bool quiet = false;
   bool leave_output_tensor = false;
   bool allow_requantize = false;
   bool keep_split = false;
@@ -34,9 +38,29 @@ struct QuantizeArgs {
   unsigned threads = 0;
 };
 
+// llama-quantize's COPY: every tensor copied as it is.
+bool is_copy(std::string_view name) {
+  return name.size() == 4 && std::equal(name.begin(), name.end(), "COPY", [](char a, char b) {
+           return std::toupper(static_cast<unsigned char>(a)) == b;
+         });
+}
+
+// One tensor's size for the dry run: bytes below 10 KiB, KiB/MiB/GiB above.
+std::string short_bytes(uint64_t bytes) { return bytes < 10240 ? fmt::format("{} B", bytes) : human_bytes(bytes); }
+
+// llama-quantize's closing figures: sizes and bits per weight before and after.
+void print_sizes(std::FILE* to, const ggufkit::QuantizeSizes& s) {
+  fmt::print(to, "model size: {:8.2f} MiB ({:.2f} bits per weight)\n", static_cast<double>(s.source_bytes) / 1048576.0,
+             s.source_bits_per_weight());
+  fmt::print(to, "quant size: {:8.2f} MiB ({:.2f} bits per weight), {} of {} tensors quantized, {} copied\n",
+             static_cast<double>(s.output_bytes) / 1048576.0, s.output_bits_per_weight(), s.converted,
+             s.converted + s.copied, s.copied);
+}
+
 // TYPE is a llama_ftype name (Q4_K_M, mostly_q4_k_m), its number as llama-quantize takes it (15), or
 // a tensor type name (q4_K: llama-quantize's alias for Q4_K_M), in any case.
 std::optional<uint32_t> resolve_file_type(const std::string& name) {
+  if (is_copy(name)) return 0;  // llama-quantize's COPY is ALL_F32 with only_copy
   if (!name.empty() && name.size() <= 4 && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     const auto id = static_cast<uint32_t>(std::stoul(name));
     return ggufkit::find_file_type(id) ? std::optional<uint32_t>(id) : std::nullopt;
@@ -102,6 +126,7 @@ int run_quantize(const QuantizeArgs& args) {
   options.allow_requantize = args.allow_requantize;
   options.keep_split = args.keep_split;
   options.dry_run = args.dry_run;
+  options.only_copy = is_copy(args.type);
   // --imatrix, narrowed by --include-weights or --exclude-weights (llama-quantize: not both).
   ggufkit::ImportanceMatrix importance;
   if (!args.include_weights.empty() && !args.exclude_weights.empty()) {
@@ -154,8 +179,8 @@ int run_quantize(const QuantizeArgs& args) {
   if (!outputs_allowed(outputs, policy)) return kUsageOrIoError;
   if (args.dry_run) {
     for (const auto& p : plan->tensors) {
-      fmt::print("{:<40} {:>8} -> {:<8} {}\n", terminal_safe(p.tensor->name), ggufkit::type_name(p.tensor->type),
-                 ggufkit::type_name(p.target), p.convert ? p.note : "copied");
+      fmt::print("{:<40} {:>8} -> {:<8} {:>10}  {}\n", terminal_safe(p.tensor->name), ggufkit::type_name(p.tensor->type),
+                 ggufkit::type_name(p.target), short_bytes(p.bytes), p.convert ? p.note : "copied");
     }
     for (const auto& o : options.metadata_overrides) fmt::print("metadata: {} set\n", o.key);
     if (options.importance != nullptr) {
@@ -172,7 +197,8 @@ int run_quantize(const QuantizeArgs& args) {
         }
       }
     }
-    fmt::print("tensor data: {} ({} bytes)\n", human_bytes(plan->tensor_bytes), plan->tensor_bytes);
+    print_sizes(stdout, ggufkit::quantize_sizes(*plan));
+    fmt::print("tensor data: {} ({} bytes, padding included)\n", human_bytes(plan->tensor_bytes), plan->tensor_bytes);
     return kOk;
   }
   // Progress on stderr: tensor, percent of the bytes, time left.
@@ -183,11 +209,18 @@ int run_quantize(const QuantizeArgs& args) {
     const auto& p = plan->tensors[done - 1];
     run.tensor_done(done, all, p.tensor->name, ggufkit::type_name(p.target));
   };
+  const auto start = std::chrono::steady_clock::now();
   if (const int status = run.finish(ggufkit::quantize_model(*input, args.output, options), args.output, args.input);
       status != kOk) {
     return status;
   }
+  // The output paths are the result (stdout); the figures are llama-quantize's closing report.
   for (const auto& out : outputs) fmt::print("{}\n", out.string());
+  if (!args.quiet) {
+    print_sizes(stderr, ggufkit::quantize_sizes(*plan));
+    fmt::print(stderr, "quantize time: {:.2f} s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   return kOk;
 }
 
@@ -200,11 +233,13 @@ Runner register_quantize(CLI::App& app) {
   cmd->footer(quantize_presets_footer());
   cmd->add_option("input", args->input, "GGUF model to read")->required();
   cmd->add_option("output", args->output, "GGUF file to write (never the input)")->required();
-  cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...), a file type (Q4_K_M) or its llama-quantize number (15)")
+  cmd->add_option("type", args->type, "Target: a tensor type (q4_0, q8_0, q4_K, iq4_xs...), a file type (Q4_K_M), its llama-quantize number (15), or COPY (every tensor copied as it is)")
       ->required()
       ->type_name("TYPE");
   cmd->add_flag("--pure", args->pure, "Every quantizable tensor gets the type (llama-quantize --pure); without it TYPE's preset chooses per tensor");
-  cmd->add_flag("--dry-run", args->dry_run, "Print each tensor's type and the data size; write nothing");
+  cmd->add_flag("--dry-run", args->dry_run,
+                "Print each tensor's type and size, and the model's size before and after; write nothing");
+  cmd->add_flag("--quiet,-q", args->quiet, "No closing figures (sizes, bits per weight, time) on stderr");
   cmd->add_option("--threads", args->threads, "Threads (default: one per core)");
   cmd->add_option("--output-tensor-type", args->output_tensor_type,
                   "Type of output.weight (and of token_embd when it doubles as the output)")
