@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "ggufkit/reader.h"
@@ -35,5 +37,16 @@ class SummaryBuilder {
 };
 
 FileSummary summarize(const GgufFile& file);
+
+// One block of the model (the tensors named blk.N.*), or the tensors outside the blocks (the
+// embedding, the output and its norm...): what `gguf info --layers` shows, since files mixing
+// types by layer are the norm.
+struct LayerUsage {
+  std::optional<uint32_t> layer;  // N for blk.N.*; nullopt for the tensors outside the blocks
+  FileSummary summary;            // its tensors' parameters, bytes, bits per weight and types
+};
+// The blocks in numeric order, then the tensors outside them (when there are any).
+std::vector<LayerUsage> summarize_layers(std::span<const TensorInfo* const> tensors);
+std::vector<LayerUsage> summarize_layers(const GgufFile& file);
 
 }  // namespace ggufkit

@@ -22,6 +22,44 @@ FileSummary SummaryBuilder::finish() && {
   return s;
 }
 
+namespace {
+
+// N of a name "blk.N.rest", N at most 9 digits.
+std::optional<uint32_t> block_of(std::string_view name) {
+  if (!name.starts_with("blk.")) return std::nullopt;
+  size_t i = 4;
+  uint32_t n = 0;
+  while (i < name.size() && i < 13 && name[i] >= '0' && name[i] <= '9') n = n * 10 + static_cast<uint32_t>(name[i++] - '0');
+  if (i == 4 || i >= name.size() || name[i] != '.') return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+std::vector<LayerUsage> summarize_layers(std::span<const TensorInfo* const> tensors) {
+  std::map<uint32_t, SummaryBuilder> blocks;
+  SummaryBuilder other;
+  bool have_other = false;
+  for (const TensorInfo* t : tensors) {
+    if (const auto n = block_of(t->name)) {
+      blocks[*n].add(*t);
+    } else {
+      other.add(*t);
+      have_other = true;
+    }
+  }
+  std::vector<LayerUsage> out;
+  for (auto& [n, b] : blocks) out.push_back({n, std::move(b).finish()});
+  if (have_other) out.push_back({std::nullopt, std::move(other).finish()});
+  return out;
+}
+
+std::vector<LayerUsage> summarize_layers(const GgufFile& file) {
+  std::vector<const TensorInfo*> tensors;
+  for (const TensorInfo& t : file.tensors()) tensors.push_back(&t);
+  return summarize_layers(tensors);
+}
+
 FileSummary summarize(const GgufFile& file) {
   SummaryBuilder b;
   for (const TensorInfo& t : file.tensors()) b.add(t);

@@ -2,6 +2,8 @@
 // the file (the CLI must print what the file says) and from facts known outside ggufkit: the
 // shared README (tiny-llama shape, q4_k_m type mix), llama.h (file type 15 is MOSTLY_Q4_K_M) and
 // tools/make_sample.cpp (the sample's shape).
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -340,6 +342,97 @@ TEST(CliInfo, SpecialTokensWithTheirText) {
   const CommandResult n = run_gguf({"info", (dir / "none.gguf").string()});
   EXPECT_EQ(labelled_line(n.out, "special"), "") << n.out;
   EXPECT_FALSE(json::parse(run_gguf({"info", "--json", (dir / "none.gguf").string()}).out).at(0).contains("special_tokens"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+// --layers: a row per block and one for the tensors outside them, in text and JSON, on a file whose
+// blocks have different types (blk.1 forced to q8_0); every figure recomputed here from the tensor
+// infos, by name.
+TEST(CliInfo, LayersShowEachBlocksTypesAndBitsPerWeight) {
+  const fs::path dir = ggufkit::test::temp_dir("info-layers");
+  const fs::path mixed = dir / "mixed.gguf";
+  const CommandResult q = run_gguf({"quantize", sample_model().string(), mixed.string(), "Q4_0", "--pure", "-q",
+                                    "--tensor-type", "blk\\.1\\.=q8_0"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto file = ggufkit::GgufFile::open(mixed);
+  ASSERT_TRUE(file);
+  struct Row {
+    uint64_t tensors = 0, elements = 0, bytes = 0;
+    std::map<std::string, std::array<uint64_t, 3>> types;  // tensors, elements, bytes
+  };
+  std::map<std::string, Row> rows;  // "blk.0", "blk.1", "other"
+  for (const ggufkit::TensorInfo& t : file->tensors()) {
+    const std::string name(t.name);
+    const std::string key = name.starts_with("blk.0.") ? "blk.0" : name.starts_with("blk.1.") ? "blk.1" : "other";
+    Row& r = rows[key];
+    ++r.tensors;
+    r.elements += static_cast<uint64_t>(t.n_elements());
+    r.bytes += t.size;
+    auto& u = r.types[std::string(ggufkit::type_name(t.type))];
+    ++u[0];
+    u[1] += static_cast<uint64_t>(t.n_elements());
+    u[2] += t.size;
+  }
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows["blk.1"].types.count("q8_0"), 1u);
+  EXPECT_EQ(rows["blk.0"].types.count("q4_0"), 1u);
+  const auto types_text = [](const Row& r) {
+    std::vector<std::pair<uint64_t, std::string>> order;  // most elements first
+    for (const auto& [type, u] : r.types) order.emplace_back(u[1], fmt::format("{} {}", type, u[0]));
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<std::string> parts;
+    for (auto& [n, text] : order) parts.push_back(text);
+    return fmt::format("{}", fmt::join(parts, " · "));
+  };
+  const auto row_text = [&](const std::string& label) {
+    const Row& r = rows[label];
+    return fmt::format("    {:<10} {:>8} {:>14} {:>14} {:>7.2f}  {}", label, r.tensors, r.elements, r.bytes,
+                       8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.elements), types_text(r));
+  };
+  const CommandResult text = run_gguf({"info", mixed.string(), "--layers"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.err, "");
+  const std::string want = fmt::format(
+      "  layers        2 blocks and {} tensors outside them\n"
+      "    layer       tensors       elements          bytes     bpw  types\n{}\n{}\n{}\n",
+      rows["other"].tensors, row_text("blk.0"), row_text("blk.1"), row_text("other"));
+  EXPECT_NE(text.out.find(want), std::string::npos) << text.out;
+  // Without --layers, the same report minus those lines.
+  const CommandResult plain = run_gguf({"info", mixed.string()});
+  std::string without = text.out;
+  without.erase(without.find(want), want.size());
+  EXPECT_EQ(plain.out, without);
+
+  const CommandResult json = run_gguf({"info", mixed.string(), "--layers", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out).at(0);
+  ASSERT_EQ(doc["layers"].size(), 3u);
+  const std::vector<std::string> labels = {"blk.0", "blk.1", "other"};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& l = doc["layers"][i];
+    const Row& r = rows[labels[i]];
+    SCOPED_TRACE(labels[i]);
+    if (i < 2) {
+      EXPECT_EQ(l["layer"], i);
+    } else {
+      EXPECT_TRUE(l["layer"].is_null());
+    }
+    EXPECT_EQ(l["tensors"], r.tensors);
+    EXPECT_EQ(l["parameters"], r.elements);
+    EXPECT_EQ(l["tensor_bytes"], r.bytes);
+    EXPECT_DOUBLE_EQ(l["bits_per_weight"].get<double>(), 8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.elements));
+    ASSERT_EQ(l["types"].size(), r.types.size());
+    for (const auto& u : l["types"]) {
+      const auto& want_u = r.types.at(u["type"].get<std::string>());
+      EXPECT_EQ(u, nlohmann::json({{"type", u["type"]}, {"tensors", want_u[0]}, {"elements", want_u[1]}, {"bytes", want_u[2]}}));
+    }
+    EXPECT_EQ(l.size(), 6u);
+  }
+  EXPECT_FALSE(nlohmann::json::parse(run_gguf({"info", mixed.string(), "--json"}).out).at(0).contains("layers"));
   fs::remove_all(dir);
 }
 

@@ -20,9 +20,11 @@ namespace {
 struct InfoArgs {
   std::vector<std::string> files;
   bool json = false;
+  bool layers = false;  // --layers: a row per block with its types and bits per weight
 };
 
 using ggufkit::ModelMetadata;
+
 
 struct Hyperparameter {
   std::string key;   // the key without its "{arch}." prefix, as in the JSON output
@@ -117,7 +119,56 @@ void print_special_tokens(Printer& p, const ggufkit::ModelMetadata& meta, const 
 }
 
 // One file (or split model), for people and as JSON from the same statements.
-void print_info(Printer& p, const std::string& path, const ggufkit::SplitModel& model) {
+// --layers: one row per block (blk.N.*) and one for the tensors outside them, each with its
+// parameters, bytes, bits per weight and types (most elements first).
+void print_layers(Printer& p, const ggufkit::SplitModel& model) {
+  std::vector<const ggufkit::TensorInfo*> tensors;
+  for (const ggufkit::ModelTensor& t : model.tensors()) tensors.push_back(t.info);
+  const auto layers = ggufkit::summarize_layers(tensors);
+  size_t blocks = 0;
+  uint64_t outside = 0;
+  for (const ggufkit::LayerUsage& l : layers) {
+    if (l.layer) {
+      ++blocks;
+    } else {
+      for (const auto& u : l.summary.types) outside += u.tensors;
+    }
+  }
+  p.text(info_label("layers") + plural(blocks, "block", "blocks") +
+         (outside ? fmt::format(" and {} outside them", plural(outside, "tensor", "tensors")) : ""));
+  p.text(fmt::format("    {:<10} {:>8} {:>14} {:>14} {:>7}  {}", "layer", "tensors", "elements", "bytes", "bpw", "types"));
+  p.begin_array("layers");
+  for (const ggufkit::LayerUsage& l : layers) {
+    const ggufkit::FileSummary& s = l.summary;
+    uint64_t count = 0;
+    std::vector<std::string> types;
+    for (const auto& u : s.types) {
+      count += u.tensors;
+      types.push_back(fmt::format("{} {}", ggufkit::type_name(u.type), u.tensors));
+    }
+    p.begin_object().begin_line("    ");
+    p.field("layer", l.layer, fmt::format("{:<10}", l.layer ? fmt::format("blk.{}", *l.layer) : std::string("other")));
+    p.field("tensors", count, fmt::format(" {:>8}", count));
+    p.field("parameters", s.parameters, fmt::format(" {:>14}", s.parameters));
+    p.field("tensor_bytes", s.tensor_bytes, fmt::format(" {:>14}", s.tensor_bytes));
+    p.field("bits_per_weight", s.bits_per_weight, fmt::format(" {:>7.2f}", s.bits_per_weight));
+    p.begin_array("types");
+    for (const auto& u : s.types) {
+      p.begin_object();
+      p.field("type", ggufkit::type_name(u.type));
+      p.field("tensors", u.tensors);
+      p.field("elements", u.elements);
+      p.field("bytes", u.bytes);
+      p.end_object();
+    }
+    p.end_array();
+    p.text(fmt::format("  {}", fmt::join(types, " · ")));
+    p.end_line().end_object();
+  }
+  p.end_array();
+}
+
+void print_info(Printer& p, const std::string& path, const ggufkit::SplitModel& model, bool layers) {
   const ggufkit::GgufFile& f = model.metadata_file();
   const ModelMetadata meta(f);
   const ggufkit::FileSummary s = ggufkit::summarize(model);
@@ -191,6 +242,7 @@ void print_info(Printer& p, const std::string& path, const ggufkit::SplitModel& 
     p.end_line().end_object();
   }
   p.end_array();
+  if (layers) print_layers(p, model);
 
   p.begin_line(info_label("hyperparams")).begin_object("hyperparameters");
   bool first = true;
@@ -241,7 +293,7 @@ int run_info(const InfoArgs& args) {
       continue;
     }
     if (!first) p->text("");  // a blank line between files
-    print_info(*p, path, *f);
+    print_info(*p, path, *f, args.layers);
     first = false;
   }
   p->end_array();
@@ -256,6 +308,9 @@ Runner register_info(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "Summarise GGUF files: format, model, size, types, hyperparameters");
   cmd->add_option("files", args->files, "GGUF files (a split model: its first shard)")->required();
   cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->add_flag("--layers", args->layers,
+                "Also a row per block (blk.N) and one for the tensors outside them: tensors, elements, bytes, bits "
+                "per weight and types");
   return [args] { return run_info(*args); };
 }
 
