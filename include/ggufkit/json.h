@@ -19,6 +19,7 @@ namespace ggufkit {
 struct JsonDumpOptions {
   bool metadata = true;
   bool tensors = true;
+  std::string file{};  // the file's name as the caller has it ("file"; left out when empty)
 };
 
 void append_dump_json(std::string& out, const GgufFile& file, const JsonDumpOptions& options = {});

@@ -139,30 +139,74 @@ bool append_value(std::string& out, const ValueView& value) {
 
 }  // namespace json
 
+namespace {
+
+// Lower-case hex of the bytes: what a lossy string was, exactly.
+std::string hex_of(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size() * 2);
+  for (const char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+// The exact bytes of a value whose strings were not all UTF-8: a string's hex, or for an array of
+// strings every element's (arrays of arrays: nested the same way); nothing for other values.
+void write_value_hex(json::Writer& w, const ValueView& value) {
+  if (value.type() == ValueType::String) {
+    w.value(hex_of(value.as_string().value_or("")));
+    return;
+  }
+  const auto arr = value.as_array();
+  w.begin_array();
+  if (arr && arr->element_type() == ValueType::String) {
+    for (std::string_view s : arr->strings()) w.value(hex_of(s));
+  } else if (arr && arr->element_type() == ValueType::Array) {
+    for (const ValueView e : arr->values()) write_value_hex(w, e);
+  }
+  w.end_array();
+}
+
+}  // namespace
+
 void write_dump_tensor(json::Writer& w, const TensorInfo& t, std::optional<uint32_t> shard) {
   w.take_lossy();
   w.begin_object().member("name", t.name);
   const bool lossy = w.take_lossy();
   w.member("type", type_name(t.type)).key("shape").array(t.shape());
   if (shard) w.member("shard", *shard);
-  w.member("offset", t.offset).member("size", t.size);
-  if (lossy) w.member("lossy", true);
+  w.member("offset", t.offset).member("size", t.size).member("info_offset", t.info_offset);
+  if (lossy) w.member("lossy", true).member("name_hex", hex_of(t.name));
   w.end_object();
 }
 
 void write_dump_entry(json::Writer& w, const KeyValue& kv) {
   w.take_lossy();
-  w.begin_object().member("key", kv.key).member("type", value_type_name(kv.value.type()));
+  w.begin_object().member("key", kv.key);
+  const bool lossy_key = w.take_lossy();
+  w.member("offset", kv.offset).member("type", value_type_name(kv.value.type()));
   if (const auto arr = kv.value.as_array()) {
     w.member("array_type", value_type_name(arr->element_type())).member("count", arr->size());
   }
   w.member("value", kv.value);
-  if (w.take_lossy()) w.member("lossy", true);
+  const bool lossy_value = w.take_lossy();
+  if (lossy_key || lossy_value) w.member("lossy", true);
+  if (lossy_key) w.member("key_hex", hex_of(kv.key));
+  if (lossy_value) {
+    w.key("value_hex");
+    write_value_hex(w, kv.value);
+  }
   w.end_object();
 }
 
 void append_dump_members(json::Writer& w, const GgufFile& file, const JsonDumpOptions& options) {
+  if (!options.file.empty()) w.member("file", options.file);
   w.member("version", file.version())
+      .member("byte_order", byte_order_name(file.byte_order()))
       .member("alignment", file.alignment())
       .member("data_offset", file.data_offset())
       .member("file_size", file.file_size())

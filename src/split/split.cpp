@@ -396,7 +396,7 @@ FileSummary summarize(const SplitModel& model) {
 void append_dump_json(std::string& out, const SplitModel& model, const JsonDumpOptions& options) {
   json::Writer w(out);
   w.begin_object();
-  append_dump_members(w, model.metadata_file(), {.metadata = options.metadata, .tensors = false});
+  append_dump_members(w, model.metadata_file(), {.metadata = options.metadata, .tensors = false, .file = options.file});
   if (options.tensors) {
     w.key("tensors").begin_array();
     for (const ModelTensor& mt : model.tensors()) write_dump_tensor(w, *mt.info, mt.shard);
@@ -408,6 +408,7 @@ void append_dump_json(std::string& out, const SplitModel& model, const JsonDumpO
     w.begin_object()
         .member("path", model.paths()[i].string())
         .member("version", f.version())
+        .member("byte_order", byte_order_name(f.byte_order()))
         .member("alignment", f.alignment())
         .member("data_offset", f.data_offset())
         .member("file_size", f.file_size())

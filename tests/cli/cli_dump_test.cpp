@@ -144,19 +144,24 @@ void expect_dump_matches_file(const std::string& out, const GgufFile& file, bool
   EXPECT_EQ(doc.at("version"), file.version());
   EXPECT_EQ(doc.at("alignment"), file.alignment());
   EXPECT_EQ(doc.at("data_offset"), file.data_offset());
+  EXPECT_EQ(doc.at("byte_order"), std::string(ggufkit::byte_order_name(file.byte_order())));
+  EXPECT_TRUE(doc.at("file").is_string());
 
   const json& metadata = doc.at("metadata");
   ASSERT_EQ(metadata.size(), file.metadata().size());
-  const std::set<std::string> entry_fields = {"key", "type", "value", "array_type", "count", "lossy"};
+  const std::set<std::string> entry_fields = {"key",   "offset", "type",    "value",
+                                              "array_type", "count", "lossy", "key_hex", "value_hex"};
   for (size_t i = 0; i < metadata.size(); ++i) {
     const json& e = metadata[i];
     const ggufkit::KeyValue& kv = file.metadata()[i];
     const std::string where = fmt::format("metadata[{}]", i);
     for (const auto& [field, _] : e.items()) EXPECT_TRUE(entry_fields.count(field)) << where << " has " << field;
     const bool key_valid = is_utf8(kv.key);
+    EXPECT_EQ(e.at("offset"), kv.offset) << where;
     if (key_valid) {
       EXPECT_EQ(e.at("key"), std::string(kv.key)) << where;
     }
+    EXPECT_EQ(e.contains("key_hex"), !key_valid) << where;
     EXPECT_EQ(e.at("type"), std::string(ggufkit::value_type_name(kv.value.type()))) << where;
     if (const auto arr = kv.value.as_array()) {
       EXPECT_EQ(e.at("array_type"), std::string(ggufkit::value_type_name(arr->element_type()))) << where;
@@ -165,6 +170,7 @@ void expect_dump_matches_file(const std::string& out, const GgufFile& file, bool
       EXPECT_FALSE(e.contains("array_type")) << where;
     }
     const bool valid = expect_value(e.at("value"), doc_text.at("metadata")[i].at("value"), kv.value, where + " " + std::string(kv.key));
+    EXPECT_EQ(e.contains("value_hex"), !valid) << where;
     if (valid && key_valid) {
       EXPECT_FALSE(e.contains("lossy")) << where;
     } else {
@@ -183,7 +189,7 @@ void expect_dump_matches_file(const std::string& out, const GgufFile& file, bool
     const ggufkit::TensorInfo& info = file.tensors()[i];
     const std::string where = fmt::format("tensors[{}]", i);
     for (const auto& [field, _] : t.items()) {
-      EXPECT_TRUE((std::set<std::string>{"name", "type", "shape", "offset", "size", "lossy"}.count(field)))
+      EXPECT_TRUE((std::set<std::string>{"name", "type", "shape", "offset", "size", "info_offset", "lossy", "name_hex"}.count(field)))
           << where << " has " << field;
     }
     if (is_utf8(info.name)) {
@@ -198,6 +204,7 @@ void expect_dump_matches_file(const std::string& out, const GgufFile& file, bool
               std::vector<int64_t>(info.shape().begin(), info.shape().end()))
         << where;
     EXPECT_EQ(t.at("offset"), info.offset) << where;
+    EXPECT_EQ(t.at("info_offset"), info.info_offset) << where;
     EXPECT_EQ(t.at("size"), info.size) << where;
   }
 }
@@ -518,6 +525,82 @@ TEST_F(CliDumpAwkward, TextModeShortensLongStringsUnlessFull) {
   const std::string controls = line_containing(full.out, "test.controls");
   EXPECT_NE(controls.find("\\x01"), std::string::npos) << controls;
   EXPECT_NE(controls.find("\\n"), std::string::npos) << controls;
+}
+
+}  // namespace
+
+namespace {
+
+// Bytes from dump --json's hex.
+std::string unhex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+// dump --json is lossless: a key, a string, a string array element and a tensor name that are not
+// UTF-8 come with their exact bytes (key_hex, value_hex, name_hex) next to the U+FFFD text; every
+// entry and tensor info carries its file offset; the file name and the byte order are given.
+TEST(CliDump, JsonKeepsTheExactBytesAndTheOffsets) {
+  const fs::path dir = ggufkit::test::temp_dir("dump-lossless");
+  const fs::path path = dir / "odd.gguf";
+  const std::string bad_key = "general.na\xffme";
+  const std::string bad_string = "caf\xe9";  // Latin-1, not UTF-8
+  const std::vector<std::string> tokens = {"ok", "\xc3\x28", "fine"};
+  const std::string bad_tensor = "blk.0.\xfe.weight";
+  {
+    ggufkit::GgufBuilder b;
+    ASSERT_TRUE(b.set("general.architecture", ggufkit::MetadataValue::string("llama")));
+    ASSERT_TRUE(b.set(bad_key, ggufkit::MetadataValue::string("plain")));
+    ASSERT_TRUE(b.set("general.description", ggufkit::MetadataValue::string(bad_string)));
+    ASSERT_TRUE(b.set("tokenizer.ggml.tokens", ggufkit::MetadataValue::string_array(tokens)));
+    const std::vector<float> data(4, 1.0f);
+    const std::vector<int64_t> shape = {4};
+    ASSERT_TRUE(b.add_tensor(bad_tensor, ggufkit::TensorType::F32, shape, std::as_bytes(std::span(data))));
+    ASSERT_TRUE(b.write_file(path));
+  }
+  const CommandResult r = run_gguf({"dump", "--json", path.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["file"], path.string());
+  EXPECT_EQ(doc["byte_order"], "little");
+  auto file = ggufkit::GgufFile::open(path);
+  ASSERT_TRUE(file);
+  ASSERT_EQ(doc["metadata"].size(), file->metadata().size());
+  for (size_t i = 0; i < file->metadata().size(); ++i) {
+    const ggufkit::KeyValue& kv = file->metadata()[i];
+    const auto& e = doc["metadata"][i];
+    SCOPED_TRACE(e["key"].get<std::string>());
+    EXPECT_EQ(e["offset"], kv.offset);
+    const bool key_bad = kv.key == bad_key;
+    const bool value_bad = kv.key == "general.description" || kv.key == "tokenizer.ggml.tokens";
+    EXPECT_EQ(e.contains("lossy"), key_bad || value_bad);
+    EXPECT_EQ(e.contains("key_hex"), key_bad);
+    EXPECT_EQ(e.contains("value_hex"), value_bad);
+    if (key_bad) {
+      EXPECT_EQ(unhex(e["key_hex"]), bad_key);
+      EXPECT_EQ(e["key"], "general.na\xef\xbf\xbdme");
+    }
+    if (kv.key == "general.description") {
+      EXPECT_EQ(unhex(e["value_hex"]), bad_string);
+      EXPECT_EQ(e["value"], "caf\xef\xbf\xbd");
+    }
+    if (kv.key == "tokenizer.ggml.tokens") {
+      ASSERT_EQ(e["value_hex"].size(), tokens.size());
+      for (size_t t = 0; t < tokens.size(); ++t) EXPECT_EQ(unhex(e["value_hex"][t]), tokens[t]);
+    }
+  }
+  ASSERT_EQ(doc["tensors"].size(), 1u);
+  const auto& t = doc["tensors"][0];
+  EXPECT_EQ(t["info_offset"], file->tensors()[0].info_offset);
+  EXPECT_EQ(t["lossy"], true);
+  EXPECT_EQ(unhex(t["name_hex"]), bad_tensor);
+  EXPECT_EQ(t, nlohmann::json::parse(R"({"name":"blk.0.\ufffd.weight","type":"f32","shape":[4],"offset":0,"size":16,"info_offset":)" +
+                                     std::to_string(file->tensors()[0].info_offset) +
+                                     R"(,"lossy":true,"name_hex":")" +
+                                     "626c6b2e302efe2e776569676874" + R"("})"));
+  fs::remove_all(dir);
 }
 
 }  // namespace

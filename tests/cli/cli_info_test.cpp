@@ -407,9 +407,9 @@ TEST(CliInfo, LayersShowEachBlocksTypesAndBitsPerWeight) {
   without.erase(without.find(want), want.size());
   EXPECT_EQ(plain.out, without);
 
-  const CommandResult json = run_gguf({"info", mixed.string(), "--layers", "--json"});
-  ASSERT_EQ(json.exit_code, 0) << json.err;
-  const auto doc = nlohmann::json::parse(json.out).at(0);
+  const CommandResult as_json = run_gguf({"info", mixed.string(), "--layers", "--json"});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  const auto doc = nlohmann::json::parse(as_json.out).at(0);
   ASSERT_EQ(doc["layers"].size(), 3u);
   const std::vector<std::string> labels = {"blk.0", "blk.1", "other"};
   for (size_t i = 0; i < 3; ++i) {

@@ -110,7 +110,7 @@ TEST(CliMetadataOnly, DumpAndGetReadIt) {
   auto model = ggufkit::GgufFile::open(m.path, {.allow_metadata_only = true});
   ASSERT_TRUE(model);
   std::string expected;
-  ggufkit::append_dump_json(expected, *model);
+  ggufkit::append_dump_json(expected, *model, {.file = m.path.string()});
   EXPECT_EQ(json.out, expected);
   EXPECT_EQ(nlohmann::json::parse(json.out).at("tensor_data"), false);
 
@@ -119,7 +119,7 @@ TEST(CliMetadataOnly, DumpAndGetReadIt) {
   EXPECT_EQ(text.err, "");
   const auto& f = *model;
   EXPECT_EQ(lines_of(text.out).at(0),
-            fmt::format("GGUF v3 · alignment 32 · data offset {} · {} bytes · tensor data absent (a metadata-only file)",
+            fmt::format("GGUF v3 · little-endian · alignment 32 · data offset {} · {} bytes · tensor data absent (a metadata-only file)",
                         f.data_offset(), f.file_size()));
 
   const CommandResult get = run_gguf({"get", m.path.string(), "general.architecture"});

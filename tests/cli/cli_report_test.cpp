@@ -270,7 +270,8 @@ TEST(CliReport, DumpJsonIsTheLibrarysDump) {
     std::vector<std::string> args = {"dump", "--json", sample.string()};
     if (!tensors) args.push_back("--no-tensors");
     std::string expected;
-    ggufkit::append_dump_json(expected, value_or_throw(ggufkit::GgufFile::open(sample)), {.metadata = true, .tensors = tensors});
+    ggufkit::append_dump_json(expected, value_or_throw(ggufkit::GgufFile::open(sample)),
+                              {.metadata = true, .tensors = tensors, .file = sample.string()});
     const CommandResult one = run_gguf(args);
     EXPECT_EQ(one.exit_code, 0);
     EXPECT_EQ(one.err, "");
@@ -279,7 +280,7 @@ TEST(CliReport, DumpJsonIsTheLibrarysDump) {
     args[2] = first.string();
     expected.clear();
     ggufkit::append_dump_json(expected, value_or_throw(ggufkit::SplitModel::open(first)),
-                              {.metadata = true, .tensors = tensors});
+                              {.metadata = true, .tensors = tensors, .file = first.string()});
     const CommandResult whole = run_gguf(args);
     EXPECT_EQ(whole.exit_code, 0);
     EXPECT_EQ(whole.err, "");

@@ -34,8 +34,10 @@ int run_dump(const DumpArgs& args) {
   const ValueTextLimits limits = args.full ? ValueTextLimits{} : kDumpLimits;
   std::string out;
   const auto p = Printer::make(args.json, out);
-  p->begin_object().begin_line();
+  p->begin_object().field("file", args.file).begin_line();
   p->field("version", file.version(), fmt::format("GGUF v{}", file.version()));
+  p->field("byte_order", ggufkit::byte_order_name(file.byte_order()),
+           fmt::format(" · {}-endian", ggufkit::byte_order_name(file.byte_order())));
   p->field("alignment", file.alignment(), fmt::format(" · alignment {}", file.alignment()));
   p->field("data_offset", file.data_offset(), fmt::format(" · data offset {}", file.data_offset()));
   p->field("file_size", file.file_size(), fmt::format(" · {} bytes", file.file_size()));
@@ -73,7 +75,9 @@ int run_dump(const DumpArgs& args) {
       const ggufkit::GgufFile& f = model->shards()[s];
       const std::string path = model->paths()[s].string();
       p->begin_object().begin_line(fmt::format("  shard {}  ", s + 1));
-      p->field("path", path, path).field("version", f.version()).field("alignment", f.alignment());
+      p->field("path", path, path).field("version", f.version());
+      p->field("byte_order", ggufkit::byte_order_name(f.byte_order()));
+      p->field("alignment", f.alignment());
       p->field("data_offset", f.data_offset(), fmt::format(" · data offset {}", f.data_offset()));
       p->field("file_size", f.file_size(), fmt::format(" · {} bytes", f.file_size()));
       p->field("tensor_data", f.has_tensor_data(), f.has_tensor_data() ? "" : kNoTensorData);
