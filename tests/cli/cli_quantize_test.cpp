@@ -253,3 +253,43 @@ TEST(CliQuantize, ThreadCountDoesNotChangeTheBytes) {
 }
 
 }  // namespace
+
+namespace {
+
+// --progress shows progress on a stderr that is not a terminal, --quiet shows none (nor quantize's
+// closing figures), and not both; a run shorter than a second gives no time estimate.
+TEST(CliProgress, ProgressAndQuietFlagsOnTheLongVerbs) {
+  const auto dir = ggufkit::test::temp_dir("progress-flags");
+  const std::string in = ggufkit::test::sample_model().string(), out = (dir / "q.gguf").string();
+  const auto shown = ggufkit::test::run_gguf({"quantize", in, out, "Q8_0", "--pure", "--progress"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const auto lines = ggufkit::test::lines_of(shown.err);
+  ASSERT_EQ(lines.size(), 23u) << shown.err;
+  EXPECT_EQ(lines[19].substr(0, 30), "[  20/20] 100.0%              ");  // no estimate: far below a second
+  EXPECT_TRUE(lines[0].starts_with("[   1/20] ")) << lines[0];
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(lines[i].find("s left"), std::string::npos) << lines[i];
+  EXPECT_TRUE(lines[20].starts_with("model size:"));
+  const auto quiet = ggufkit::test::run_gguf({"quantize", in, out, "Q8_0", "--pure", "-f", "--quiet"});
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_EQ(quiet.out, out + "\n");
+  EXPECT_EQ(quiet.err, "");
+  const auto both = ggufkit::test::run_gguf({"quantize", in, out, "Q8_0", "-f", "--quiet", "--progress"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_EQ(both.out, "");
+  EXPECT_EQ(both.err, "--progress excludes --quiet\nRun with --help for more information.\n");
+  // Every long verb takes them.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"split", in, (dir / "s").string(), "--max-tensors", "8", "--quiet"},
+           {"merge", (dir / "s-00001-of-00003.gguf").string(), (dir / "m.gguf").string(), "--quiet"},
+           {"extract", in, "-o", (dir / "x").string(), "--quiet"},
+           {"convert-endian", in, (dir / "be.gguf").string(), "--to", "big", "--quiet"},
+           {"set", (dir / "m.gguf").string(), "general.name", "x", "--rewrite", "--quiet"},
+           {"diff", in, (dir / "m.gguf").string(), "--data", "--quiet"}}) {
+    const auto r = ggufkit::test::run_gguf(args);
+    EXPECT_LE(r.exit_code, 1) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.err, "") << args[0];
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace

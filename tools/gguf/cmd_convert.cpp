@@ -120,6 +120,7 @@ Runner register_convert(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "convert", "Convert a Hugging Face safetensors checkpoint to GGUF as llama.cpp's convert_hf_to_gguf.py does");
   add_force_flag(*cmd, args->force);
+  add_progress_flags(*cmd);
   cmd->add_option("model_dir", args->input, "Checkpoint directory: config.json, model.safetensors (or an index and "
                                              "shards), tokenizer.json")
       ->required();

@@ -75,6 +75,7 @@ Runner register_convert_endian(CLI::App& app) {
   auto args = std::make_shared<ConvertEndianArgs>();
   CLI::App* cmd = app.add_subcommand("convert-endian", "Write a copy of a model in the other byte order (little or big-endian)");
   add_force_flag(*cmd, args->force);
+  add_progress_flags(*cmd);
   cmd->add_option("input", args->input, "GGUF file to read (little- or big-endian)")->required();
   cmd->add_option("output", args->output, "GGUF file to write (atomically; never the input)")->required();
   cmd->add_option("--to", args->to, "Byte order of the output")->required()->check(CLI::IsMember({"little", "big"}));

@@ -345,6 +345,7 @@ Runner register_diff(CLI::App& app) {
   cmd->add_option("a", args->a, "First GGUF file (A), or the first shard of a split model")->required();
   cmd->add_option("b", args->b, "Second GGUF file (B), or the first shard of a split model")->required();
   cmd->add_flag("--json", args->json, "One JSON object instead of text");
+  add_progress_flags(*cmd);
   cmd->add_flag("--data", args->data,
                 "Compare tensor bytes; where they differ, dequantize and give max abs difference, RMSE and cosine");
   cmd->add_option("--threads", args->threads, "Threads for --data (default: one per core)");

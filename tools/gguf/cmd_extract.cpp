@@ -120,6 +120,7 @@ Runner register_extract(CLI::App& app) {
   auto args = std::make_shared<ExtractArgs>();
   CLI::App* cmd = app.add_subcommand("extract", "Write tensors as NumPy .npy files (shape: ggml's reversed)");
   add_force_flag(*cmd, args->force);
+  add_progress_flags(*cmd);
   cmd->add_option("file", args->file, "GGUF file (or the first shard of a split model)")->required();
   cmd->add_option("tensors", args->tensors, "Tensors to extract (default: all)");
   cmd->add_option("-o,--output", args->out, "Output .npy file (one tensor) or directory")->required();

@@ -95,6 +95,7 @@ Runner register_merge(CLI::App& app) {
   auto args = std::make_shared<MergeArgs>();
   CLI::App* cmd = app.add_subcommand("merge", "Merge a split model into one file (checks every shard first)");
   add_force_flag(*cmd, args->force);
+  add_progress_flags(*cmd);
   cmd->add_option("first_shard", args->first, "The first shard, PREFIX-00001-of-0000N.gguf")->required();
   cmd->add_option("output", args->output, "GGUF file to write (never one of the shards)")->required();
   cmd->add_flag("--dry-run", args->dry_run, "Check the shards and print what would be written; write nothing");

@@ -239,7 +239,7 @@ Runner register_quantize(CLI::App& app) {
   cmd->add_flag("--pure", args->pure, "Every quantizable tensor gets the type (llama-quantize --pure); without it TYPE's preset chooses per tensor");
   cmd->add_flag("--dry-run", args->dry_run,
                 "Print each tensor's type and size, and the model's size before and after; write nothing");
-  cmd->add_flag("--quiet,-q", args->quiet, "No closing figures (sizes, bits per weight, time) on stderr");
+  add_progress_flags(*cmd, &args->quiet);
   cmd->add_option("--threads", args->threads, "Threads (default: one per core)");
   cmd->add_option("--output-tensor-type", args->output_tensor_type,
                   "Type of output.weight (and of token_embd when it doubles as the output)")

@@ -117,6 +117,7 @@ Runner register_split(CLI::App& app) {
   auto args = std::make_shared<SplitArgs>();
   CLI::App* cmd = app.add_subcommand("split", "Split a model into shards llama.cpp loads as one (llama-gguf-split)");
   add_force_flag(*cmd, args->force);
+  add_progress_flags(*cmd);
   cmd->add_option("input", args->input, "GGUF model to split")->required();
   cmd->add_option("prefix", args->prefix, "Shards are written as PREFIX-00001-of-0000N.gguf ...")->required();
   auto* size = cmd->add_option("--max-size", args->max_size,

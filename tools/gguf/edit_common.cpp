@@ -74,6 +74,7 @@ void add_edit_options(CLI::App& cmd, EditTarget& target) {
   cmd.add_option("-o,--output", target.output, "Write the edited model to this file; FILE is left as it is");
   add_force_flag(cmd, target.force);
   cmd.add_flag("--dry-run", target.dry_run, "Show what would change and how it would be written; write nothing");
+  add_progress_flags(cmd);
   cmd.add_flag("--rewrite", target.rewrite, "Always write a new file and rename it into place, never in place");
   cmd.add_flag("--no-sync", target.no_sync,
                "Do not fsync before the rename: faster, still safe if the process dies, not if the power fails");

@@ -60,7 +60,14 @@ LongRun::LongRun(std::string verb, std::vector<uint64_t> tensor_bytes)
   watch_interrupts();
 }
 
+namespace {
+ProgressMode g_progress_mode = ProgressMode::automatic;
+}  // namespace
+
+void set_progress_mode(ProgressMode mode) { g_progress_mode = mode; }
+
 bool progress_enabled() {
+  if (g_progress_mode != ProgressMode::automatic) return g_progress_mode == ProgressMode::always;
   static const bool enabled = [] {
     const char* env = std::getenv("GGUFKIT_PROGRESS");
     const std::string_view setting = env != nullptr ? env : "";
@@ -71,14 +78,32 @@ bool progress_enabled() {
   return enabled;
 }
 
+void add_progress_flags(CLI::App& cmd, bool* quiet) {
+  CLI::Option* progress = cmd.add_flag_callback(
+      "--progress", [] { set_progress_mode(ProgressMode::always); },
+      "Progress on stderr even when it is not a terminal (default: only on a terminal)");
+  cmd.add_flag_callback(
+         "--quiet,-q",
+         [quiet] {
+           set_progress_mode(ProgressMode::never);
+           if (quiet != nullptr) *quiet = true;
+         },
+         quiet != nullptr ? "No progress and no closing figures on stderr" : "No progress on stderr")
+      ->excludes(progress);
+}
+
 void LongRun::tensor_done(size_t done, size_t all, std::string_view name, std::string_view type) const {
   if (!progress_enabled()) return;
   const double fraction = total_ != 0 && done >= 1 && done <= cumulative_.size()
                               ? static_cast<double>(cumulative_[done - 1]) / static_cast<double>(total_)
                               : 1.0;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double left = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
-  fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {:>6.1f}s left  {} -> {}\n", done, all, 100 * fraction, left, terminal_safe(name), type);
+  // No estimate until it means something: a second of work and 2% of the bytes (the first tensors
+  // carry the start-up and say little about the rest).
+  const bool estimate = elapsed >= 1.0 && fraction >= 0.02;
+  const std::string left =
+      estimate ? fmt::format("{:>6.1f}s left", elapsed * (1 - fraction) / fraction) : std::string(12, ' ');
+  fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {}  {} -> {}\n", done, all, 100 * fraction, left, terminal_safe(name), type);
 }
 
 int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const {

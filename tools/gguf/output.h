@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "ggufkit/atomic_file.h"
 #include "ggufkit/error.h"
 #include "ggufkit/nearest.h"
@@ -49,9 +51,16 @@ int finish_output(int status);
 // Reports that stdout failed with `err` (nothing for a closed pipe) and returns kUsageOrIoError.
 int output_failed(int err);
 
-// Whether progress goes to stderr: when stderr is a terminal, or always / never as the environment
-// variable GGUFKIT_PROGRESS says ("always", "never"). Results never depend on it.
+// Whether progress goes to stderr: as --progress / --quiet say (add_progress_flags), else always /
+// never as the environment variable GGUFKIT_PROGRESS says ("always", "never"), else when stderr is
+// a terminal. Results never depend on it.
 bool progress_enabled();
+enum class ProgressMode : uint8_t { automatic, always, never };
+void set_progress_mode(ProgressMode mode);
+// --progress (progress on stderr even when it is not a terminal: a CI log) and --quiet/-q (none)
+// for a verb that shows progress; `quiet`, when given, is also set by --quiet (quantize's closing
+// figures).
+void add_progress_flags(CLI::App& cmd, bool* quiet = nullptr);
 
 // Long verbs (quantize, convert): SIGINT and SIGTERM set interrupt_flag() instead of killing the
 // process, so that the library can stop and remove its temporary file; the verb then exits 130.
