@@ -390,12 +390,6 @@ std::string_view gguf_type_name(ValueType type) {
   return "?";
 }
 
-// "an int32", "a uint32", "an array".
-std::string with_article(std::string_view type_name) {
-  const bool vowel = !type_name.empty() && std::string_view("aeio").find(type_name[0]) != std::string_view::npos;
-  return fmt::format("{} {}", vowel ? "an" : "a", type_name);
-}
-
 // One key against the type the loader reads it as; false (after the finding) when it cannot.
 bool key_type_ok(const KeyValue& kv, const LoaderKey& want, Findings& out) {
   const ValueType type = kv.value.type();

@@ -73,6 +73,12 @@ void check_compatibility(const ModelUnderCheck& model, Findings& out);      // c
 
 // What a file is (CheckReport::kind) decides which passes apply: general.type "adapter", an
 // adapter.type key or lora_a/lora_b tensors; general.type "mmproj" or the "clip" architecture.
+// A value type's name with its article, for messages: "an int32", "a uint32" (a "you" sound), "an array".
+inline std::string with_article(std::string_view type_name) {
+  const bool vowel = !type_name.empty() && std::string_view("aeio").find(type_name[0]) != std::string_view::npos;
+  return (vowel ? "an " : "a ") + std::string(type_name);
+}
+
 bool looks_like_adapter(const ModelUnderCheck& model);
 bool is_projector(const ModelUnderCheck& model);
 

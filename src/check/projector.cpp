@@ -74,10 +74,10 @@ const KeyValue* typed_key(const ModelUnderCheck& model, std::string_view key, Va
   }
   if (kv->value.type() != type) {
     out.error("mmproj.wrong_type", key, kv->offset,
-              fmt::format("'{}' is a {} but llama.cpp's projector loader reads it with {}, which aborts the "
-                          "program on any type but {}; set it as a {}",
-                          key, value_type_name(kv->value.type()), accessor(type), value_type_name(type),
-                          value_type_name(type)));
+              fmt::format("'{}' is {} but llama.cpp's projector loader reads it with {}, which aborts the "
+                          "program on any type but {}; set it as {}",
+                          key, with_article(value_type_name(kv->value.type())), accessor(type), value_type_name(type),
+                          with_article(value_type_name(type))));
     return nullptr;
   }
   return kv;

@@ -146,7 +146,7 @@ TEST(CheckFileKind, BrokenProjectorGetsExactlyItsProblems) {
   const Finding* type = find_code(report, "mmproj.wrong_type");
   ASSERT_NE(type, nullptr);
   EXPECT_EQ(type->message,
-            "'clip.vision.block_count' is a int32 but llama.cpp's projector loader reads it with gguf_get_val_u32, "
+            "'clip.vision.block_count' is an int32 but llama.cpp's projector loader reads it with gguf_get_val_u32, "
             "which aborts the program on any type but uint32; set it as a uint32");
   EXPECT_TRUE(type->offset.has_value());
   const Finding* unknown = find_code(report, "mmproj.unknown_projector");

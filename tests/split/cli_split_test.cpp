@@ -52,8 +52,11 @@ TEST(CliSplit, SplitThenMergeGivesTheInputBack) {
   const std::string first = prefix + "-00001-of-00004.gguf";
   EXPECT_EQ(split.out, first + "\n" + prefix + "-00002-of-00004.gguf\n" + prefix + "-00003-of-00004.gguf\n" + prefix +
                            "-00004-of-00004.gguf\n");
-  EXPECT_EQ(split.err, "[1/4] " + first + "\n[2/4] " + prefix + "-00002-of-00004.gguf\n[3/4] " + prefix +
-                           "-00003-of-00004.gguf\n[4/4] " + prefix + "-00004-of-00004.gguf\n");
+  // The one progress display: "[DONE/ALL] PCT%  (estimate)  WHAT", one line per shard in a log.
+  const std::string blank(12, ' ');
+  EXPECT_EQ(split.err, "[   1/4]  25.0%  " + blank + "  " + first + "\n[   2/4]  50.0%  " + blank + "  " + prefix +
+                           "-00002-of-00004.gguf\n[   3/4]  75.0%  " + blank + "  " + prefix +
+                           "-00003-of-00004.gguf\n[   4/4] 100.0%  " + blank + "  " + prefix + "-00004-of-00004.gguf\n");
 
   const fs::path out = dir / "merged.gguf";
   const CommandResult dry = run_gguf({"merge", first, out.string(), "--dry-run", "--json"});

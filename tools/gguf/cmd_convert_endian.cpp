@@ -47,18 +47,8 @@ int run_convert_endian(const ConvertEndianArgs& args) {
   options.output.overwrite = args.force;
   watch_interrupts();
   options.cancel = &interrupt_flag();
-  // Progress for long conversions: at most one line a second, only past 256 MiB of tensor data.
-  const bool show_progress = plan.tensor_bytes >= (uint64_t{256} << 20) && progress_enabled();
-  auto last = std::chrono::steady_clock::now();
-  if (show_progress) {
-    options.progress = [&last](uint64_t done, uint64_t total) {
-      const auto now = std::chrono::steady_clock::now();
-      if (done < total && now - last < std::chrono::seconds(1)) return;
-      last = now;
-      fmt::print(stderr, "converting: {} / {} ({:.0f}%)\n", human_bytes(done), human_bytes(total),
-                 total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
-    };
-  }
+  const Progress progress;
+  options.progress = [&progress](uint64_t done, uint64_t total) { progress.bytes(done, total, "tensor data converted"); };
   if (const int status = write_status("convert-endian", ggufkit::convert_endian(*input, args.output, to, options),
                                       args.output, args.input);
       status != kOk) {

@@ -319,11 +319,9 @@ int run_diff(const DiffArgs& args) {
   options.data = args.data;
   options.threads = ggufkit::Threads{args.threads};
   options.max_shown_elements = args.show;
-  const bool progress = args.data && progress_enabled();
-  if (progress) {
-    options.progress = [](size_t done, size_t all) {
-      fmt::print(stderr, "\rcomparing tensor data: {}/{}{}", done, all, done == all ? "\n" : "");
-    };
+  const Progress progress;
+  if (args.data) {
+    options.progress = [&progress](size_t done, size_t all) { progress.item(done, all, 0, 0, "tensors compared"); };
   }
   const auto result = ggufkit::diff_models(*a, *b, options);
   if (!result) {

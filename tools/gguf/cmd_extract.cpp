@@ -94,7 +94,9 @@ int run_extract(const ExtractArgs& args) {
     }
   }
   if (!outputs_allowed(targets, policy)) return kUsageOrIoError;
-  const bool progress = chosen.size() > 1 && progress_enabled();
+  const Progress progress;  // for several tensors: by their bytes
+  uint64_t all_bytes = 0, done_bytes = 0;
+  for (const auto* c : chosen) all_bytes += c->info->size;
   // SIGINT/SIGTERM stop between two files: every file written is complete, none is half written.
   watch_interrupts();
   for (size_t i = 0; i < chosen.size(); ++i) {
@@ -104,12 +106,13 @@ int run_extract(const ExtractArgs& args) {
     }
     const ggufkit::TensorInfo& t = *chosen[i]->info;
     const fs::path& target = targets[i];
-    if (progress) fmt::print(stderr, "[{}/{}] {}\n", i + 1, chosen.size(), terminal_safe(t.name));
     if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false, policy); !r) {
       report_error(model->paths()[chosen[i]->shard].string(), r.error());
       return kUsageOrIoError;
     }
     fmt::print("{}\n", terminal_safe(target.string()));
+    done_bytes += t.size;
+    if (chosen.size() > 1) progress.item(i + 1, chosen.size(), done_bytes, all_bytes, t.name);
   }
   return kOk;
 }

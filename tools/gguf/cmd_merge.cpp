@@ -72,13 +72,8 @@ int run_merge(const MergeArgs& args) {
     options.output.overwrite = args.force;
     watch_interrupts();
     options.cancel = &interrupt_flag();
-    if (progress_enabled()) {
-      options.progress = [](size_t done, size_t all) {
-        if (done == all || done % 64 == 0) fmt::print(stderr, "[{}/{}] tensors written\n", done, all);
-      };
-      fmt::print(stderr, "merging {} shards ({} tensors) into {}\n", model->shards().size(), model->tensors().size(),
-                 terminal_safe(args.output));
-    }
+    const Progress progress;
+    options.progress = [&progress](size_t done, size_t all) { progress.item(done, all, 0, 0, "tensors written"); };
     if (const int status = write_status("merge", ggufkit::write_merged(*model, args.output, options), args.output,
                                         args.output);
         status != kOk) {

@@ -92,11 +92,10 @@ int run_split(const SplitArgs& args) {
   watch_interrupts();
   options.cancel = &interrupt_flag();
   options.input_path = args.input;
-  if (progress_enabled()) {
-    options.progress = [](size_t done, size_t all, const std::string& path) {
-      fmt::print(stderr, "[{}/{}] {}\n", done, all, terminal_safe(path));
-    };
-  }
+  const Progress progress;
+  options.progress = [&progress](size_t done, size_t all, const std::string& path) {
+    progress.item(done, all, 0, 0, path);
+  };
   const std::string shards_text = fmt::format("{}-*-of-{:05}.gguf", args.prefix, plan->shards.size());
   if (const int status = write_status("split", ggufkit::write_split(*input, *plan, options), shards_text, args.input);
       status != kOk) {

@@ -158,16 +158,8 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
   apply.output.overwrite = target.force;
   watch_interrupts();
   apply.cancel = &interrupt_flag();
-  const auto start = std::chrono::steady_clock::now();
-  auto last = start;
-  if (progress_enabled()) apply.progress = [&](uint64_t done, uint64_t all) {
-    const auto now = std::chrono::steady_clock::now();
-    // Quiet for copies that finish within a second.
-    if (now - last < std::chrono::seconds(1)) return;
-    last = now;
-    fmt::print(stderr, "copying tensor data: {:5.1f}% of {}\n", all ? 100.0 * static_cast<double>(done) / static_cast<double>(all) : 100.0,
-               human_bytes(all));
-  };
+  const Progress progress;
+  apply.progress = [&progress](uint64_t done, uint64_t all) { progress.bytes(done, all, "tensor data copied"); };
   const std::string verb = target.verb.empty() ? "edit" : target.verb;
   if (const int status = write_status(verb, ggufkit::apply_metadata_edit(file, target.file, *plan, destination, apply),
                                       destination, destination);

@@ -53,8 +53,49 @@ void watch_interrupts() {
   std::signal(SIGTERM, on_interrupt);
 }
 
-LongRun::LongRun(std::string verb, std::vector<uint64_t> tensor_bytes)
-    : verb_(std::move(verb)), start_(std::chrono::steady_clock::now()) {
+Progress::Progress() : start_(std::chrono::steady_clock::now()), terminal_(::isatty(STDERR_FILENO) == 1) {}
+
+void Progress::show(const std::string& counter, double fraction, std::string_view what, bool last) const {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  // No estimate until it means something: a second of work and 2% of it (the first items carry
+  // the start-up and say little about the rest).
+  const bool estimate = !last && elapsed >= 1.0 && fraction >= 0.02;
+  const std::string left =
+      estimate ? fmt::format("{:>6.1f}s left", elapsed * (1 - fraction) / fraction) : std::string(12, ' ');
+  const std::string line = fmt::format("{} {:5.1f}%  {}  {}", counter, 100 * fraction, left, terminal_safe(what));
+  if (terminal_) {
+    fmt::print(stderr, "\r\033[K{}{}", line, last ? "\n" : "");
+  } else {
+    fmt::print(stderr, "{}\n", line);
+  }
+}
+
+void Progress::item(uint64_t done, uint64_t all, uint64_t done_weight, uint64_t all_weight, std::string_view what) const {
+  if (!progress_enabled()) return;
+  const double fraction = all_weight != 0 ? static_cast<double>(done_weight) / static_cast<double>(all_weight)
+                          : all != 0      ? static_cast<double>(done) / static_cast<double>(all)
+                                          : 1.0;
+  const auto now = std::chrono::steady_clock::now();
+  const bool last = done >= all;
+  // A terminal line is rewritten at most ten times a second; a log gets every item.
+  if (terminal_ && !last && now - last_shown_ < std::chrono::milliseconds(100)) return;
+  last_shown_ = now;
+  show(fmt::format("[{:>4}/{}]", done, all), fraction, what, last);
+}
+
+void Progress::bytes(uint64_t done, uint64_t all, std::string_view what) const {
+  if (!progress_enabled()) return;
+  const auto now = std::chrono::steady_clock::now();
+  const bool last = done >= all;
+  // Quiet for work that ends within a second; then at most one line a second, and the last.
+  if (now - start_ < std::chrono::seconds(1) && (!last || last_shown_ == std::chrono::steady_clock::time_point{})) return;
+  if (!last && now - last_shown_ < std::chrono::seconds(1)) return;
+  last_shown_ = now;
+  const double fraction = all != 0 ? static_cast<double>(done) / static_cast<double>(all) : 1.0;
+  show(fmt::format("[{}/{}]", human_bytes(done), human_bytes(all)), fraction, what, last);
+}
+
+LongRun::LongRun(std::string verb, std::vector<uint64_t> tensor_bytes) : verb_(std::move(verb)) {
   cumulative_.reserve(tensor_bytes.size());
   for (uint64_t b : tensor_bytes) cumulative_.push_back(total_ += b);
   watch_interrupts();
@@ -93,17 +134,8 @@ void add_progress_flags(CLI::App& cmd, bool* quiet) {
 }
 
 void LongRun::tensor_done(size_t done, size_t all, std::string_view name, std::string_view type) const {
-  if (!progress_enabled()) return;
-  const double fraction = total_ != 0 && done >= 1 && done <= cumulative_.size()
-                              ? static_cast<double>(cumulative_[done - 1]) / static_cast<double>(total_)
-                              : 1.0;
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  // No estimate until it means something: a second of work and 2% of the bytes (the first tensors
-  // carry the start-up and say little about the rest).
-  const bool estimate = elapsed >= 1.0 && fraction >= 0.02;
-  const std::string left =
-      estimate ? fmt::format("{:>6.1f}s left", elapsed * (1 - fraction) / fraction) : std::string(12, ' ');
-  fmt::print(stderr, "[{:>4}/{}] {:5.1f}%  {}  {} -> {}\n", done, all, 100 * fraction, left, terminal_safe(name), type);
+  const uint64_t weight = done >= 1 && done <= cumulative_.size() ? cumulative_[done - 1] : total_;
+  progress_.item(done, all, weight, total_, fmt::format("{} -> {}", name, type));
 }
 
 int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const {

@@ -74,6 +74,27 @@ inline constexpr int kInterrupted = 130;
 int write_status(std::string_view verb, const ggufkit::Expected<void>& result, std::string_view output,
                  std::string_view error_file);
 
+// The one progress display of every long verb: "[DONE/ALL] PCT%  ESTIMATE  WHAT", on stderr when
+// progress_enabled(). The fraction is `done_weight / all_weight` (bytes when the caller has them,
+// else items); the estimate of the time left appears after a second and 2% of the work. On a
+// terminal the line is rewritten in place (and ended when the work is done); elsewhere (--progress
+// into a log) one line per item, or for byte-level updates at most one a second. Nothing is shown
+// for work that ends within a second when the updates are byte-level.
+class Progress {
+ public:
+  Progress();
+  // An item finished: item `done` of `all` (1-based), weighing `done_weight` of `all_weight` so far.
+  void item(uint64_t done, uint64_t all, uint64_t done_weight, uint64_t all_weight, std::string_view what) const;
+  // Byte-level movement (inside a long copy): shown at most once a second, and the last update.
+  void bytes(uint64_t done, uint64_t all, std::string_view what) const;
+
+ private:
+  void show(const std::string& counter, double fraction, std::string_view what, bool last) const;
+  std::chrono::steady_clock::time_point start_;
+  mutable std::chrono::steady_clock::time_point last_shown_{};
+  bool terminal_ = false;
+};
+
 // The one helper behind the long-running verbs that write a model tensor by tensor (quantize,
 // convert): progress on stderr after each tensor (its place, the share of the bytes done, the time
 // left), cancellation by SIGINT/SIGTERM (watched from construction; the library's cancel flag is
@@ -93,7 +114,7 @@ class LongRun {
   std::string verb_;
   std::vector<uint64_t> cumulative_;
   uint64_t total_ = 0;
-  std::chrono::steady_clock::time_point start_;
+  Progress progress_;
 };
 
 // A value's type as dump and diff print it: "uint32", "string[512]".
