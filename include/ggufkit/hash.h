@@ -5,6 +5,7 @@
 // gguf_hash.py ("ALGO  DIGEST  FILE:TENSOR"), read and written as they do.
 #pragma once
 
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -45,7 +46,12 @@ struct Manifest {
 // hashed as stored (a big-endian file's bytes as they are). Each byte is read once per digest it
 // belongs to, the file's and its tensor's on different cores at the same time; the largest
 // streams start first.
-Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads = kAllCores);
+// Progress of a digest run: (bytes digested, bytes in all), counting a byte once per digest it
+// belongs to. Called from the workers one at a time, every 16 MiB or so, and last with
+// (total, total) on the caller's thread.
+using HashProgress = std::function<void(uint64_t done, uint64_t total)>;
+Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads = kAllCores,
+                    const HashProgress& progress = {});
 
 // The manifest as text: a comment line, "algorithm NAME", then one line per entry:
 // "file DIGEST BYTES NAME" and "tensor DIGEST BYTES NAME"; names are escaped (\\, \xNN for control
@@ -83,6 +89,7 @@ struct GgufHashOptions {
   // only a model line.
   std::vector<DigestAlgorithm> algorithms{DigestAlgorithm::xxh64};
   bool per_tensor = true;  // false: --no-layer, the model's lines only
+  HashProgress progress{};
 };
 // What gguf-hash prints for `file` (one GGUF file; a shard is hashed on its own, as gguf-hash
 // does), its lines in its order: each tensor's xxh64, sha1, sha256 in turn, then the model's
@@ -99,6 +106,11 @@ Expected<GgufHashManifest> parse_gguf_hash(std::string_view text);
 // The algorithms of a manifest's lines, and the one gguf-hash verifies with when none is asked
 // for: the strongest present (sha256, then sha1, xxh64, uuid).
 std::vector<DigestAlgorithm> gguf_hash_algorithms(const GgufHashManifest& manifest);
+// Which lines a manifest has: a tensor line (FILE:TENSOR) or a model line (FILE) of one of
+// `algorithms`.
+enum class GgufHashLines : uint8_t { tensor, model };
+bool has_gguf_hash_lines(const GgufHashManifest& manifest, std::span<const DigestAlgorithm> algorithms,
+                         GgufHashLines lines);
 DigestAlgorithm strongest_gguf_hash_algorithm(const GgufHashManifest& manifest);
 // Compares a file's gguf-hash digests with a manifest's, for each algorithm `actual` has: tensors
 // by name (FILE may differ: a download may be renamed) when both have tensor lines for the

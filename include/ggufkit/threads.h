@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <thread>
 
@@ -30,6 +31,9 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;
   // Called after each tensor is written: (tensors done, tensors in all), in plan order.
   std::function<void(size_t, size_t)> progress;
+  // Called while a tensor is written, after each chunk of it: (its index in plan order from 0, its
+  // output bytes written so far, its output size). Movement inside a large tensor.
+  std::function<void(size_t tensor, uint64_t done, uint64_t size)> tensor_progress{};
   bool sync = true;  // flush the output to the disk before it is renamed into place
   // What the output may replace (sink.h); the operation adds the files it reads to `inputs`.
   OutputPolicy output{};

@@ -42,6 +42,9 @@ struct WriteOptions {
   const std::atomic<bool>* cancel = nullptr;
   // Called after each tensor's bytes are written: (tensors written, tensors in all).
   std::function<void(size_t, size_t)> progress;
+  // Called while a tensor is written, after each chunk of it (chunk_bytes, or a 64 MiB slice of a
+  // view): (its index from 0, its bytes written so far, its size). Movement inside a large tensor.
+  std::function<void(size_t tensor, uint64_t done, uint64_t size)> tensor_progress{};
 };
 
 class GgufBuilder {

@@ -693,6 +693,7 @@ Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::p
     if (t.source != nullptr) release_pages(t.source->data);
     if (options.progress) options.progress(done, all);
   };
+  write_options.tensor_progress = options.tensor_progress;
   return builder.write_file(output, write_options);
 }
 

@@ -68,7 +68,29 @@ struct Stream {
 // Every stream on `threads` workers, the largest first (a whole file on one core while the other
 // takes its tensors; the page cache serves both from one read of the file). A worker's exception
 // is rethrown here.
-void run_streams(std::vector<Stream>& streams, Threads threads) {
+void run_streams(std::vector<Stream>& streams, Threads threads, const HashProgress& progress) {
+  uint64_t total = 0;
+  for (const Stream& s : streams) total += s.size();
+  std::atomic<uint64_t> hashed{0};
+  std::mutex progress_mutex;
+  // Slices keep the progress moving inside a large tensor or file.
+  constexpr size_t kSlice = size_t{16} << 20;
+  const auto digest_piece = [&](digest::Digester& d, std::span<const std::byte> piece) {
+    if (!progress) {
+      d.update(piece);
+      return;
+    }
+    for (size_t at = 0; at < piece.size(); at += kSlice) {
+      const auto slice = piece.subspan(at, std::min(kSlice, piece.size() - at));
+      d.update(slice);
+      hashed += slice.size();
+      // One report at a time (a worker that finds another reporting goes on); the count is read
+      // under the lock, so that the reports never go back.
+      if (std::unique_lock lock(progress_mutex, std::try_to_lock); lock.owns_lock()) {
+        if (const uint64_t done = hashed.load(); done < total) progress(done, total);
+      }
+    }
+  };
   std::vector<std::pair<uint64_t, size_t>> order;
   order.reserve(streams.size());
   for (size_t i = 0; i < streams.size(); ++i) order.emplace_back(streams[i].size(), i);
@@ -81,7 +103,7 @@ void run_streams(std::vector<Stream>& streams, Threads threads) {
       for (size_t j = next++; j < order.size(); j = next++) {
         Stream& s = streams[order[j].second];
         digest::Digester d(s.algorithm);
-        for (const auto& piece : s.pieces) d.update(piece);
+        for (const auto& piece : s.pieces) digest_piece(d, piece);
         *s.out = d.finish_hex();
       }
     } catch (...) {
@@ -97,11 +119,12 @@ void run_streams(std::vector<Stream>& streams, Threads threads) {
   work();
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+  if (progress) progress(total, total);
 }
 
 }  // namespace
 
-Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads) {
+Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads, const HashProgress& progress) {
   Manifest m;
   m.algorithm = algorithm;
   const auto shards = model.shards();
@@ -121,7 +144,7 @@ Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads 
     m.tensors[i].bytes = tensors[i].data.size();
     streams.push_back({algorithm, {tensors[i].data}, &m.tensors[i].digest});
   }
-  run_streams(streams, threads);
+  run_streams(streams, threads, progress);
   return m;
 }
 
@@ -358,7 +381,7 @@ GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const Gg
     m.entries.push_back({a, {}, {}});
     streams.push_back({a, all, &m.entries.back().digest});
   }
-  run_streams(streams, threads);
+  run_streams(streams, threads, options.progress);
   return m;
 }
 
@@ -441,6 +464,14 @@ std::vector<DigestAlgorithm> gguf_hash_algorithms(const GgufHashManifest& manife
   return out;
 }
 
+bool has_gguf_hash_lines(const GgufHashManifest& manifest, std::span<const DigestAlgorithm> algorithms,
+                         GgufHashLines lines) {
+  return std::any_of(manifest.entries.begin(), manifest.entries.end(), [&](const GgufHashEntry& e) {
+    return e.tensor.empty() == (lines == GgufHashLines::model) &&
+           std::find(algorithms.begin(), algorithms.end(), e.algorithm) != algorithms.end();
+  });
+}
+
 DigestAlgorithm strongest_gguf_hash_algorithm(const GgufHashManifest& manifest) {
   const auto have = gguf_hash_algorithms(manifest);
   for (const DigestAlgorithm a : {DigestAlgorithm::sha256, DigestAlgorithm::sha1, DigestAlgorithm::xxh64}) {
@@ -464,10 +495,7 @@ std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected
         want.emplace(e.tensor, e.digest);
       }
     }
-    const bool actual_per_tensor = std::any_of(actual.entries.begin(), actual.entries.end(), [&](const auto& e) {
-      return e.algorithm == a && !e.tensor.empty();
-    });
-    if (!want.empty() && actual_per_tensor) {
+    if (!want.empty() && has_gguf_hash_lines(actual, std::span(&a, 1), GgufHashLines::tensor)) {
       std::map<std::string_view, bool> seen;
       for (const GgufHashEntry& e : actual.entries) {
         if (e.algorithm != a || e.tensor.empty()) continue;

@@ -383,6 +383,11 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
     if (p.file != nullptr) p.file->release_tensor_pages(*p.tensor);
     if (options.progress) options.progress(tensors_before + done, plan.tensors.size());
   };
+  if (options.tensor_progress) {
+    write_options.tensor_progress = [&](size_t index, uint64_t done, uint64_t size) {
+      options.tensor_progress(tensors_before + index, done, size);
+    };
+  }
   write_options.cancel = options.cancel;
   return b.write(out, write_options);
 }

@@ -220,11 +220,15 @@ Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) c
   // Views are written a slice at a time too, so that a cancel is seen within one slice.
   constexpr uint64_t kViewSlice = uint64_t{64} << 20;
   std::vector<std::byte> chunk;
-  for (const Tensor& t : tensors_) {
+  for (size_t index = 0; index < tensors_.size(); ++index) {
+    const Tensor& t = tensors_[index];
     if (!t.producer) {
-      for (uint64_t done = 0; done < t.bytes.size(); done += kViewSlice) {
+      for (uint64_t done = 0; done < t.bytes.size();) {
         if (cancelled()) return stop();
-        if (auto r = sink.write(t.bytes.subspan(done, std::min<uint64_t>(kViewSlice, t.bytes.size() - done))); !r) return r;
+        const uint64_t n = std::min<uint64_t>(kViewSlice, t.bytes.size() - done);
+        if (auto r = sink.write(t.bytes.subspan(done, n)); !r) return r;
+        done += n;
+        if (options.tensor_progress) options.tensor_progress(index, done, t.size);
       }
     } else {
       chunk.resize(static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(options.chunk_bytes, 1), t.size)));
@@ -235,10 +239,11 @@ Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) c
         if (auto r = t.producer(done, out); !r) return r;
         if (auto r = sink.write(out); !r) return r;
         done += n;
+        if (options.tensor_progress) options.tensor_progress(index, done, t.size);
       }
     }
     if (auto r = write_zeros(sink, padded(t.size, alignment) - t.size); !r) return r;
-    if (options.progress) options.progress(static_cast<size_t>(&t - tensors_.data()) + 1, tensors_.size());
+    if (options.progress) options.progress(index + 1, tensors_.size());
   }
   // The last chance: a cancel that came during the last tensor still leaves nothing behind.
   if (cancelled()) return stop();

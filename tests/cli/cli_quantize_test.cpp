@@ -180,6 +180,33 @@ TEST(CliQuantize, CancelHalfWayLeavesNothingBehind) {
   fs::remove_all(dir);
 }
 
+// Movement inside each tensor: its output bytes after each chunk, in plan order, ending at its
+// size just before the tensor's own progress call.
+TEST(CliQuantize, TensorProgressMovesInsideEachTensorInPlanOrder) {
+  const auto dir = temp_dir("quantize-tensor-progress");
+  auto in = GgufFile::open(sample_model());
+  ASSERT_TRUE(in);
+  QuantizeOptions options;
+  options.file_type = 7;
+  auto plan = plan_quantize(*in, options);
+  ASSERT_TRUE(plan) << plan.error().describe();
+  std::vector<std::string> events;
+  options.tensor_progress = [&](size_t index, uint64_t done, uint64_t size) {
+    if (done == size) events.push_back(std::to_string(index) + " full " + std::to_string(size));
+  };
+  options.progress = [&](size_t done, size_t all) { events.push_back(std::to_string(done) + "/" + std::to_string(all)); };
+  ASSERT_TRUE(quantize_model(*in, dir / "out.gguf", options));
+  auto out = GgufFile::open(dir / "out.gguf");
+  ASSERT_TRUE(out);
+  std::vector<std::string> want;
+  for (size_t i = 0; i < plan->tensors.size(); ++i) {
+    want.push_back(std::to_string(i) + " full " + std::to_string(out->tensors()[i].size));
+    want.push_back(std::to_string(i + 1) + "/" + std::to_string(plan->tensors.size()));
+  }
+  EXPECT_EQ(events, want);
+  fs::remove_all(dir);
+}
+
 // A model that takes a while to quantize to IQ3_S on one thread: 32 tensors of 512 x 512.
 fs::path write_slow_model(const fs::path& dir) {
   GgufBuilder b;

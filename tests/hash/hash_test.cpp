@@ -37,6 +37,42 @@ TEST(Hash, FileDigestsEqualSha256sumAndTensorDigestsTheirBytes) {
   EXPECT_EQ(format_manifest(one), format_manifest(m));
 }
 
+// Progress counts every byte once per digest it belongs to (the file's and its tensor's), grows,
+// and ends with (total, total) whatever the thread count; the digests do not change.
+TEST(Hash, ProgressCountsEveryDigestedByteAndEndsAtTheTotal) {
+  auto model = SplitModel::open(test::sample_model());
+  ASSERT_TRUE(model) << model.error().describe();
+  uint64_t tensor_bytes = 0;
+  for (const ModelTensor& t : model->tensors()) tensor_bytes += t.data.size();
+  const uint64_t total = fs::file_size(test::sample_model()) + tensor_bytes;
+  for (const unsigned threads : {1u, 2u}) {
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    const Manifest m = hash_model(*model, DigestAlgorithm::xxh64, Threads{threads},
+                                  [&](uint64_t done, uint64_t all) { calls.emplace_back(done, all); });
+    ASSERT_FALSE(calls.empty());
+    EXPECT_EQ(calls.back(), std::make_pair(total, total)) << threads;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].second, total);
+      if (i > 0) {
+        EXPECT_LE(calls[i - 1].first, calls[i].first);
+      }
+    }
+    EXPECT_EQ(format_manifest(m), format_manifest(hash_model(*model, DigestAlgorithm::xxh64, Threads{threads})));
+  }
+  // gguf-hash's lines: the model digest reads every tensor again, once per algorithm.
+  auto file = GgufFile::open(test::sample_model());
+  ASSERT_TRUE(file);
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  const GgufHashOptions options{.algorithms = {DigestAlgorithm::xxh64, DigestAlgorithm::sha1},
+                                .per_tensor = true,
+                                .progress = [&](uint64_t done, uint64_t all) { calls.emplace_back(done, all); }};
+  const auto with = gguf_hash_file(*file, "m.gguf", options, Threads{2});
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), std::make_pair(4 * tensor_bytes, 4 * tensor_bytes));
+  EXPECT_EQ(format_gguf_hash(with),
+            format_gguf_hash(gguf_hash_file(*file, "m.gguf", {.algorithms = options.algorithms}, Threads{1})));
+}
+
 TEST(Hash, ManifestsRoundTripAnyName) {
   Manifest m;
   m.algorithm = DigestAlgorithm::xxh64;

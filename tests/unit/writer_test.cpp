@@ -461,6 +461,30 @@ TEST(WriterTensors, EachProducerStartsAtOffsetZero) {
   }
 }
 
+// Movement inside each tensor: after every chunk, (index, bytes of it written, its size), then
+// the tensor's own progress call; views report too.
+TEST(WriterTensors, TensorProgressReportsEveryChunkInOrder) {
+  const auto view = pattern(20, 3);
+  GgufBuilder b;
+  const int64_t shape40[] = {40};
+  const int64_t shape20[] = {20};
+  ASSERT_TRUE(b.add_tensor("a", TensorType::I8, shape40, [](uint64_t, std::span<std::byte> out) -> Expected<void> {
+    std::fill(out.begin(), out.end(), std::byte{1});
+    return {};
+  }));
+  ASSERT_TRUE(b.add_tensor("v", TensorType::I8, shape20, view));
+  std::vector<std::string> calls;
+  WriteOptions options;
+  options.chunk_bytes = 16;
+  options.tensor_progress = [&](size_t index, uint64_t done, uint64_t size) {
+    calls.push_back(std::to_string(index) + ":" + std::to_string(done) + "/" + std::to_string(size));
+  };
+  options.progress = [&](size_t done, size_t all) { calls.push_back(std::to_string(done) + " of " + std::to_string(all)); };
+  const auto bytes = write_to_memory(b, options);
+  EXPECT_EQ(calls, (std::vector<std::string>{"0:16/40", "0:32/40", "0:40/40", "1 of 2", "1:20/20", "2 of 2"}));
+  EXPECT_EQ(bytes, write_to_memory(b));  // reporting changes no byte
+}
+
 TEST(WriterTensors, ProducerAndSpanTensorsMix) {
   const auto span_data = pattern(20, 4);
   GgufBuilder b;

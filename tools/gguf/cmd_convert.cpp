@@ -105,6 +105,10 @@ int run_convert(const ConvertArgs& args) {
     const auto& t = plan->tensors[done - 1];
     run.tensor_done(done, all, t.gguf_name, ggufkit::type_name(t.type));
   };
+  options.tensor_progress = [&](size_t index, uint64_t done, uint64_t size) {
+    const auto& t = plan->tensors[index];
+    run.tensor_moving(index, plan->tensors.size(), done, size, t.gguf_name, ggufkit::type_name(t.type));
+  };
   if (const int status = run.finish(ggufkit::write_converted(*plan, args.output, options), args.output, args.output);
       status != kOk) {
     return status;

@@ -145,6 +145,13 @@ std::string algorithm_list(const std::vector<DigestAlgorithm>& algorithms) {
 
 // A gguf-hash manifest checked as gguf-hash checks it: with the algorithms asked for, else the
 // strongest the manifest has; per tensor where the manifest has tensor lines.
+// Progress on stderr while the digests run: bytes digested (a byte once per digest), FILE.
+ggufkit::HashProgress hashing_progress(const std::string& file) {
+  if (!progress_enabled()) return {};
+  auto progress = std::make_shared<Progress>();
+  return [progress, file](uint64_t done, uint64_t total) { progress->bytes(done, total, file); };
+}
+
 int run_gguf_hash_check(const HashArgs& args, const std::string& text) {
   auto expected = ggufkit::parse_gguf_hash(text);
   if (!expected) {
@@ -161,22 +168,20 @@ int run_gguf_hash_check(const HashArgs& args, const std::string& text) {
       return kUsageOrIoError;
     }
   }
-  const bool per_tensor = std::any_of(expected->entries.begin(), expected->entries.end(), [&](const auto& e) {
-    return !e.tensor.empty() && std::find(use.begin(), use.end(), e.algorithm) != use.end();
-  });
+  const bool per_tensor = ggufkit::has_gguf_hash_lines(*expected, use, ggufkit::GgufHashLines::tensor);
   auto file = ggufkit::GgufFile::open(args.file);
   if (!file) {
     report_error(args.file, file.error());
     return kUsageOrIoError;
   }
   const auto actual =
-      ggufkit::gguf_hash_file(*file, args.file, {.algorithms = use, .per_tensor = per_tensor}, ggufkit::Threads{args.threads});
+      ggufkit::gguf_hash_file(*file, args.file,
+                              {.algorithms = use, .per_tensor = per_tensor, .progress = hashing_progress(args.file)},
+                              ggufkit::Threads{args.threads});
   const auto mismatches = ggufkit::compare_gguf_hash(*expected, actual);
   size_t tensors = 0;
   for (const auto& e : actual.entries) tensors += e.tensor.empty() || e.algorithm != use.front() ? 0 : 1;
-  const bool model = std::any_of(expected->entries.begin(), expected->entries.end(), [&](const auto& e) {
-    return e.tensor.empty() && std::find(use.begin(), use.end(), e.algorithm) != use.end();
-  });
+  const bool model = ggufkit::has_gguf_hash_lines(*expected, use, ggufkit::GgufHashLines::model);
   std::string out;
   {
     auto p = Printer::make(args.json, out);
@@ -205,8 +210,9 @@ int run_gguf_hash(const HashArgs& args) {
     report_error(args.file, file.error());
     return kUsageOrIoError;
   }
-  const auto m = ggufkit::gguf_hash_file(*file, args.file, {.algorithms = use, .per_tensor = !args.no_layer},
-                                         ggufkit::Threads{args.threads});
+  const auto m = ggufkit::gguf_hash_file(
+      *file, args.file, {.algorithms = use, .per_tensor = !args.no_layer, .progress = hashing_progress(args.file)},
+      ggufkit::Threads{args.threads});
   return write_result(args.json ? gguf_hash_json(m) : ggufkit::format_gguf_hash(m));
 }
 
@@ -246,7 +252,8 @@ int run_hash(const HashArgs& args) {
     report_error(args.file, model.error());
     return kUsageOrIoError;
   }
-  const Manifest actual = ggufkit::hash_model(*model, *algorithm, ggufkit::Threads{args.threads});
+  const Manifest actual =
+      ggufkit::hash_model(*model, *algorithm, ggufkit::Threads{args.threads}, hashing_progress(args.file));
   std::string out;
   int status = kOk;
   if (expected) {
@@ -284,6 +291,7 @@ Runner register_hash(CLI::App& app) {
   cmd->add_flag("--no-layer", args->no_layer, "gguf-hash's: the model's lines only, no per-tensor lines");
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");
+  add_progress_flags(*cmd);
   return [args] { return run_hash(*args); };
 }
 

@@ -209,6 +209,10 @@ int run_quantize(const QuantizeArgs& args) {
     const auto& p = plan->tensors[done - 1];
     run.tensor_done(done, all, p.tensor->name, ggufkit::type_name(p.target));
   };
+  options.tensor_progress = [&](size_t index, uint64_t done, uint64_t size) {
+    const auto& p = plan->tensors[index];
+    run.tensor_moving(index, plan->tensors.size(), done, size, p.tensor->name, ggufkit::type_name(p.target));
+  };
   const auto start = std::chrono::steady_clock::now();
   if (const int status = run.finish(ggufkit::quantize_model(*input, args.output, options), args.output, args.input);
       status != kOk) {

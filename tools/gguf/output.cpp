@@ -70,17 +70,32 @@ void Progress::show(const std::string& counter, double fraction, std::string_vie
   }
 }
 
+double Progress::share(uint64_t done, uint64_t all, uint64_t done_weight, uint64_t all_weight) {
+  return all_weight != 0 ? static_cast<double>(done_weight) / static_cast<double>(all_weight)
+         : all != 0      ? static_cast<double>(done) / static_cast<double>(all)
+                         : 1.0;
+}
+
 void Progress::item(uint64_t done, uint64_t all, uint64_t done_weight, uint64_t all_weight, std::string_view what) const {
   if (!progress_enabled()) return;
-  const double fraction = all_weight != 0 ? static_cast<double>(done_weight) / static_cast<double>(all_weight)
-                          : all != 0      ? static_cast<double>(done) / static_cast<double>(all)
-                                          : 1.0;
+  const double fraction = share(done, all, done_weight, all_weight);
   const auto now = std::chrono::steady_clock::now();
   const bool last = done >= all;
   // A terminal line is rewritten at most ten times a second; a log gets every item.
   if (terminal_ && !last && now - last_shown_ < std::chrono::milliseconds(100)) return;
   last_shown_ = now;
   show(fmt::format("[{:>4}/{}]", done, all), fraction, what, last);
+}
+
+void Progress::moving(uint64_t current, uint64_t all, uint64_t done_weight, uint64_t all_weight,
+                      std::string_view what) const {
+  if (!progress_enabled()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - start_ < std::chrono::seconds(1)) return;
+  if (now - last_shown_ < (terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(1000))) return;
+  last_shown_ = now;
+  const uint64_t done = current > 0 ? current - 1 : 0;
+  show(fmt::format("[{:>4}/{}]", current, all), share(done, all, done_weight, all_weight), what, false);
 }
 
 void Progress::bytes(uint64_t done, uint64_t all, std::string_view what) const {
@@ -136,6 +151,19 @@ void add_progress_flags(CLI::App& cmd, bool* quiet) {
 void LongRun::tensor_done(size_t done, size_t all, std::string_view name, std::string_view type) const {
   const uint64_t weight = done >= 1 && done <= cumulative_.size() ? cumulative_[done - 1] : total_;
   progress_.item(done, all, weight, total_, fmt::format("{} -> {}", name, type));
+}
+
+void LongRun::tensor_moving(size_t index, size_t all, uint64_t done, uint64_t size, std::string_view name,
+                            std::string_view type) const {
+  if (!progress_enabled()) return;
+  const uint64_t before = index >= 1 && index <= cumulative_.size() ? cumulative_[index - 1] : 0;
+  const uint64_t weight = index < cumulative_.size() ? cumulative_[index] - before : 0;
+  // The tensor's weight shared out by the part of its output written.
+  const uint64_t inside =
+      size != 0 ? static_cast<uint64_t>(static_cast<double>(weight) * static_cast<double>(std::min(done, size)) /
+                                        static_cast<double>(size))
+                : 0;
+  progress_.moving(index + 1, all, before + inside, total_, fmt::format("{} -> {}", name, type));
 }
 
 int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const {

@@ -85,11 +85,15 @@ class Progress {
   Progress();
   // An item finished: item `done` of `all` (1-based), weighing `done_weight` of `all_weight` so far.
   void item(uint64_t done, uint64_t all, uint64_t done_weight, uint64_t all_weight, std::string_view what) const;
+  // Movement inside item `current` of `all` (1-based; the item is not finished): on a terminal at
+  // most ten times a second, into a log at most once a second; nothing in the first second.
+  void moving(uint64_t current, uint64_t all, uint64_t done_weight, uint64_t all_weight, std::string_view what) const;
   // Byte-level movement (inside a long copy): shown at most once a second, and the last update.
   void bytes(uint64_t done, uint64_t all, std::string_view what) const;
 
  private:
   void show(const std::string& counter, double fraction, std::string_view what, bool last) const;
+  static double share(uint64_t done, uint64_t all, uint64_t done_weight, uint64_t all_weight);
   std::chrono::steady_clock::time_point start_;
   mutable std::chrono::steady_clock::time_point last_shown_{};
   bool terminal_ = false;
@@ -107,6 +111,9 @@ class LongRun {
 
   // After tensor `done` (1-based) of `all`: "[   3/12]  25.0%     1.2s left  NAME -> TYPE".
   void tensor_done(size_t done, size_t all, std::string_view name, std::string_view type) const;
+  // While tensor `index` (from 0) of `all` is written: `done` of its `size` output bytes.
+  void tensor_moving(size_t index, size_t all, uint64_t done, uint64_t size, std::string_view name,
+                     std::string_view type) const;
   // The exit status for the library's result; `error_file` is the file an error is reported for.
   int finish(const ggufkit::Expected<void>& result, std::string_view output, std::string_view error_file) const;
 
