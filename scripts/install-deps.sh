@@ -9,7 +9,7 @@ set -euo pipefail
 set_name=${1:-test}
 
 build_packages=(cmake make g++ ninja-build pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev libxxhash-dev
-                ca-certificates)
+                libsimdjson-dev ca-certificates)
 test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-completion
                # gguf-py's scripts as test oracles (gguf_hash.py, gguf_convert_endian.py); hash benchmark references
                python3 python3-numpy python3-tqdm git openssl xxhash)

@@ -5,6 +5,7 @@
 #include "ggufkit/convert.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "ggufkit/hf_tokenizer.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/writer.h"
+#include "quant/thread_pool.h"
 #include "format/fp16.h"
 
 namespace ggufkit {
@@ -37,6 +39,7 @@ using Json = nlohmann::json;  // (ggufkit::json is the library's JSON writer)
 namespace {
 
 constexpr int64_t kValuesPerStep = int64_t{1} << 20;  // values converted at a time (4 MiB of floats)
+constexpr int64_t kValuesPerTask = int64_t{1} << 16;  // a thread's share of a step
 constexpr int64_t kMaxConfigValue = int64_t{1} << 31; // bound on sizes read from config.json
 constexpr std::string_view kConfigFile = "config.json";
 
@@ -163,13 +166,11 @@ T load_le(const std::byte* p) {
   return v;
 }
 
-// Widens `count` elements of `dtype` to float32, as torch's .to(torch.float32) does.
+// Widens `count` elements of `dtype` to float32, as torch's .to(torch.float32) does. (F32, F16
+// and BF16 go through the library's kernels: TensorStream::kernel_type.)
 void widen(SafetensorsDtype dtype, const std::byte* src, float* dst, int64_t count) {
   const auto n = static_cast<size_t>(count);
   switch (dtype) {
-    case SafetensorsDtype::F32: std::memcpy(dst, src, n * 4); return;
-    case SafetensorsDtype::F16: for (size_t i = 0; i < n; ++i) dst[i] = format::fp16_to_fp32(load_le<uint16_t>(src + 2 * i)); return;
-    case SafetensorsDtype::BF16: for (size_t i = 0; i < n; ++i) dst[i] = format::bf16_to_fp32(load_le<uint16_t>(src + 2 * i)); return;
     case SafetensorsDtype::F64: for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load_le<double>(src + 8 * i)); return;
     case SafetensorsDtype::BOOL: for (size_t i = 0; i < n; ++i) dst[i] = src[i] != std::byte{0} ? 1.0f : 0.0f; return;
     case SafetensorsDtype::U8: for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load_le<uint8_t>(src + i)); return;
@@ -550,39 +551,89 @@ class TensorStream {
     return head * rows_per_head + (within % 2) * half + within / 2;
   }
 
+  // The checkpoint's own element type when the output keeps it (F32 -> F32, F16 -> F16,
+  // BF16 -> BF16): the rows are copied, not widened and narrowed.
+  static bool keeps_source_type(const ConvertTensorPlan& t) {
+    if (t.source == nullptr || t.transform == ConvertTransform::rope_freqs) return false;
+    switch (t.source->dtype) {
+      case SafetensorsDtype::F32: return t.type == TensorType::F32;
+      case SafetensorsDtype::F16: return t.type == TensorType::F16;
+      case SafetensorsDtype::BF16: return t.type == TensorType::BF16;
+      default: return false;
+    }
+  }
+
+  // One row as the converter writes it: a bfloat16 row goes through float32 and back, which
+  // changes nothing but a signalling NaN (it comes back quiet); other rows are copied as they are.
+  static void copy_row(const ConvertTensorPlan& t, const std::byte* src, std::byte* dst, size_t bytes) {
+    std::memcpy(dst, src, bytes);
+    if (t.type != TensorType::BF16) return;
+    for (size_t i = 0; i < bytes; i += 2) {
+      uint16_t h;
+      std::memcpy(&h, dst + i, 2);
+      h = (h & 0x7FFFu) > 0x7F80u ? static_cast<uint16_t>(h | 64u) : h;
+      std::memcpy(dst + i, &h, 2);
+    }
+  }
+
+  // The ggml type a checkpoint dtype's values are stored as, for the library's (SIMD) kernels.
+  static std::optional<TensorType> kernel_type(SafetensorsDtype dtype) {
+    switch (dtype) {
+      case SafetensorsDtype::F32: return TensorType::F32;
+      case SafetensorsDtype::F16: return TensorType::F16;
+      case SafetensorsDtype::BF16: return TensorType::BF16;
+      default: return std::nullopt;
+    }
+  }
+
+  // Rows [first, first + rows) of the output, converted on every thread the options allow, in
+  // runs of whole rows (the bytes do not depend on the thread count).
   Expected<void> convert_rows(const ConvertTensorPlan& t, int64_t first, int64_t rows, uint64_t dst_row) {
     const int64_t ne0 = t.shape[0];
-    floats_.resize(static_cast<size_t>(rows * ne0));
-    for (int64_t r = 0; r < rows; ++r) {
-      float* dst = floats_.data() + r * ne0;
-      const int64_t from = source_row(t, first + r);
-      if (t.transform == ConvertTransform::rope_freqs) {
-        std::memcpy(dst, t.generated.data() + from * ne0, static_cast<size_t>(ne0) * 4);
-      } else {
-        const uint32_t bytes = safetensors_dtype_bytes(t.source->dtype);
-        widen(t.source->dtype, t.source->data.data() + static_cast<size_t>(from * ne0) * bytes, dst, ne0);
-      }
-    }
     encoded_.resize(static_cast<size_t>(static_cast<uint64_t>(rows) * dst_row));
-    switch (t.type) {
-      case TensorType::F32:
-        std::memcpy(encoded_.data(), floats_.data(), encoded_.size());
-        return {};
-      case TensorType::F16:
-        for (size_t i = 0; i < floats_.size(); ++i) {
-          const uint16_t h = format::fp32_to_fp16(floats_[i]);
-          std::memcpy(encoded_.data() + 2 * i, &h, 2);
+    const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / ne0);
+    const unsigned threads = options_.threads.count;
+    if (keeps_source_type(t)) {
+      quant::parallel_ranges(rows, threads, rows_per_task, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          copy_row(t, t.source->data.data() + static_cast<size_t>(source_row(t, first + r)) * dst_row,
+                   encoded_.data() + static_cast<size_t>(r) * dst_row, static_cast<size_t>(dst_row));
         }
-        return {};
-      case TensorType::BF16:
-        for (size_t i = 0; i < floats_.size(); ++i) {
-          const uint16_t h = format::fp32_to_bf16(floats_[i]);
-          std::memcpy(encoded_.data() + 2 * i, &h, 2);
-        }
-        return {};
-      default:
-        return quantize(t.type, floats_, encoded_, ne0, {}, options_.threads);
+      });
+      return {};
     }
+    const bool float_output = t.type == TensorType::F32 || t.type == TensorType::F16 || t.type == TensorType::BF16;
+    const std::optional<TensorType> source_type =
+        t.source != nullptr ? kernel_type(t.source->dtype) : std::optional<TensorType>{};
+    floats_.resize(static_cast<size_t>(rows * ne0));
+    std::atomic<bool> failed{false};
+    quant::parallel_ranges(rows, threads, rows_per_task, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        float* dst = floats_.data() + r * ne0;
+        const int64_t from = source_row(t, first + r);
+        if (t.transform == ConvertTransform::rope_freqs) {
+          std::memcpy(dst, t.generated.data() + from * ne0, static_cast<size_t>(ne0) * 4);
+          continue;
+        }
+        const uint32_t bytes = safetensors_dtype_bytes(t.source->dtype);
+        const std::byte* src = t.source->data.data() + static_cast<size_t>(from * ne0) * bytes;
+        if (source_type) {
+          const std::span<const std::byte> row(src, static_cast<size_t>(ne0) * bytes);
+          if (!dequantize(*source_type, row, std::span<float>(dst, static_cast<size_t>(ne0)))) failed = true;
+        } else {
+          widen(t.source->dtype, src, dst, ne0);
+        }
+      }
+      if (float_output) {
+        const std::span<const float> values(floats_.data() + begin * ne0, static_cast<size_t>((end - begin) * ne0));
+        const std::span<std::byte> out(encoded_.data() + static_cast<size_t>(begin) * dst_row,
+                                       static_cast<size_t>(end - begin) * dst_row);
+        if (!quantize(t.type, values, out, ne0)) failed = true;
+      }
+    });
+    if (failed) return tensor_error(t.gguf_name, "conversion failed");
+    if (float_output) return {};
+    return quantize(t.type, floats_, encoded_, ne0, {}, options_.threads);
   }
 
   const ConvertPlan& plan_;

@@ -29,11 +29,16 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <deque>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "convert/checkpoint_files.h"
 
@@ -66,6 +71,68 @@ Expected<std::optional<json>> load_json(const fs::path& file) {
     if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
     return tokenizer_error(ErrorCode::bad_header, file, "not valid JSON: " + what);
   }
+}
+
+// tokenizer.json, parsed with simdjson (a 128k-token vocabulary is 9 MB of JSON): model.vocab and
+// model.merges, the large parts, are read straight from simdjson's DOM, which `parser` owns; the
+// rest, small, is a nlohmann value for the code that follows the converter's dict lookups.
+struct TokenizerJson {
+  std::unique_ptr<simdjson::dom::parser> parser;
+  json rest;
+  std::optional<simdjson::dom::element> vocab, merges;  // model.vocab, model.merges when present
+};
+
+// A simdjson value as nlohmann parses it: non-negative integers unsigned, a repeated key's last
+// value kept; model.vocab and model.merges left out (`depth` 1 is the root's "model").
+json to_nlohmann(simdjson::dom::element e, int depth = 0) {
+  using simdjson::dom::element_type;
+  switch (e.type()) {
+    case element_type::ARRAY: {
+      json out = json::array();
+      for (simdjson::dom::element item : simdjson::dom::array(e)) out.push_back(to_nlohmann(item, depth + 1));
+      return out;
+    }
+    case element_type::OBJECT: {
+      json out = json::object();
+      for (simdjson::dom::key_value_pair field : simdjson::dom::object(e)) {
+        if (depth == 1 && (field.key == "vocab" || field.key == "merges")) continue;
+        const bool model = depth == 0 && field.key == "model";
+        out[std::string(field.key)] = to_nlohmann(field.value, model ? 1 : 2);
+      }
+      return out;
+    }
+    case element_type::INT64: {
+      const int64_t v = int64_t(e);
+      return v >= 0 ? json(static_cast<uint64_t>(v)) : json(v);
+    }
+    case element_type::UINT64: return json(uint64_t(e));
+    case element_type::DOUBLE: return json(double(e));
+    case element_type::STRING: return json(std::string(std::string_view(e)));
+    case element_type::BOOL: return json(bool(e));
+    case element_type::NULL_VALUE: return json(nullptr);
+  }
+  return json(nullptr);
+}
+
+// Reads and parses tokenizer.json; nullopt when the file does not exist.
+Expected<std::optional<TokenizerJson>> load_tokenizer_json(const fs::path& file) {
+  auto text = convert_detail::read_checkpoint_text(file.parent_path(), file.filename());
+  if (!text) return std::move(text).error();
+  if (!*text) return std::optional<TokenizerJson>{};
+  TokenizerJson t;
+  t.parser = std::make_unique<simdjson::dom::parser>();
+  simdjson::dom::element root;
+  if (const auto error = t.parser->parse(**text).get(root); error != simdjson::SUCCESS) {
+    return tokenizer_error(ErrorCode::bad_header, file, std::string("not valid JSON: ") + simdjson::error_message(error));
+  }
+  t.rest = to_nlohmann(root);
+  simdjson::dom::element model;
+  if (root.is_object() && root["model"].get(model) == simdjson::SUCCESS && model.is_object()) {
+    simdjson::dom::element value;
+    if (model["vocab"].get(value) == simdjson::SUCCESS) t.vocab = value;
+    if (model["merges"].get(value) == simdjson::SUCCESS) t.merges = value;
+  }
+  return std::optional<TokenizerJson>(std::move(t));
 }
 
 // Python's truthiness of a JSON value, as the converter tests `if value:`.
@@ -219,26 +286,36 @@ struct SpecialVocab {
   }
 };
 
-Expected<void> load_merges(SpecialVocab& sv, const json& tokenizer, const fs::path& file) {
-  const json* merges = nested(tokenizer, "model", "merges");
-  if (merges == nullptr || !merges->is_array() || merges->empty()) return {};
-  const bool strings = (*merges)[0].is_string();
-  const bool pairs = (*merges)[0].is_array() && (*merges)[0].size() == 2 && (*merges)[0][0].is_string();
+Expected<void> load_merges(SpecialVocab& sv, const std::optional<simdjson::dom::element>& merges_value, const fs::path& file) {
+  if (!merges_value || !merges_value->is_array()) return {};
+  const simdjson::dom::array merges(*merges_value);
+  if (merges.size() == 0) return {};
+  const simdjson::dom::element first = merges.at(0).value_unsafe();
+  const auto pair_of_strings = [](simdjson::dom::element m) {
+    if (!m.is_array()) return false;
+    const simdjson::dom::array a(m);
+    return a.size() == 2 && a.at(0).value_unsafe().is_string() && a.at(1).value_unsafe().is_string();
+  };
+  const bool strings = first.is_string();
+  const bool pairs = first.is_array() && simdjson::dom::array(first).size() == 2 &&
+                     simdjson::dom::array(first).at(0).value_unsafe().is_string();
   if (!strings && !pairs) return tokenizer_error(ErrorCode::bad_header, file, "unknown format of model.merges");
-  sv.merges.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const json& m = (*merges)[i];
+  sv.merges.reserve(merges.size());
+  size_t i = 0;
+  for (const simdjson::dom::element m : merges) {
     if (strings) {
       if (!m.is_string()) return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.merges[{}] is not a string", i));
-      sv.merges.push_back(m.get<std::string>());
+      sv.merges.emplace_back(std::string_view(m));
     } else {
-      if (!m.is_array() || m.size() != 2 || !m[0].is_string() || !m[1].is_string()) {
+      if (!pair_of_strings(m)) {
         return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.merges[{}] is not a pair of strings", i));
       }
       // Spaces inside a part are written as U+0120, as gguf-py does for the pair format.
-      sv.merges.push_back(replace_all(m[0].get<std::string>(), " ", "\xC4\xA0") + " " +
-                          replace_all(m[1].get<std::string>(), " ", "\xC4\xA0"));
+      const simdjson::dom::array a(m);
+      sv.merges.push_back(replace_all(std::string(std::string_view(a.at(0).value_unsafe())), " ", "\xC4\xA0") + " " +
+                          replace_all(std::string(std::string_view(a.at(1).value_unsafe())), " ", "\xC4\xA0"));
     }
+    ++i;
   }
   return {};
 }
@@ -402,7 +479,9 @@ Expected<std::optional<json>> load_chat_template_alternative(const fs::path& dir
 }
 
 // SpecialVocab.__init__ + _load, on already parsed files.
-Expected<SpecialVocab> load_special_vocab(const fs::path& dir, const json& tokenizer, const std::optional<json>& config_file,
+Expected<SpecialVocab> load_special_vocab(const fs::path& dir, const json& tokenizer,
+                                          const std::optional<simdjson::dom::element>& merges,
+                                          const std::optional<json>& config_file,
                                           const std::optional<json>& model_config, bool with_merges,
                                           std::optional<uint64_t> n_vocab) {
   SpecialVocab sv;
@@ -410,7 +489,7 @@ Expected<SpecialVocab> load_special_vocab(const fs::path& dir, const json& token
   const fs::path tokenizer_file = dir / "tokenizer.json";
   const fs::path config_path = dir / "tokenizer_config.json";
   if (with_merges) {
-    if (auto ok = load_merges(sv, tokenizer, tokenizer_file); !ok) return std::move(ok).error();
+    if (auto ok = load_merges(sv, merges, tokenizer_file); !ok) return std::move(ok).error();
   }
   if (const json* normalizer = member(tokenizer, "normalizer"); truthy(normalizer)) sv.parse_normalizer(*normalizer);
   const json* added_ptr = member(tokenizer, "added_tokens");
@@ -516,22 +595,52 @@ void add_special_vocab(TokenizerMetadata& out, const SpecialVocab& sv) {
   }
 }
 
-// The model's vocabulary: model.vocab (token -> id) as id -> token.
-Expected<std::map<uint64_t, std::string>> read_model_vocab(const json& tokenizer, const fs::path& file) {
-  const json* vocab = nested(tokenizer, "model", "vocab");
-  if (vocab == nullptr || !vocab->is_object()) {
+// The model's vocabulary, model.vocab (token -> id), in the file's order, with each token's
+// place (a token twice is refused: the file is ambiguous). The texts are views into the parser's DOM.
+struct ModelVocab {
+  std::vector<std::pair<uint64_t, std::string_view>> entries;  // (id, token)
+  std::unordered_map<std::string_view, size_t> index;          // token -> its entry
+};
+
+// id -> token as Python's {id: tok for tok, id in vocab.items()} builds it: by id, the later of
+// two tokens of one id kept.
+std::vector<std::pair<uint64_t, std::string_view>> by_id(std::vector<std::pair<uint64_t, std::string_view>> entries) {
+  const auto by_first = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (!std::is_sorted(entries.begin(), entries.end(), by_first)) std::stable_sort(entries.begin(), entries.end(), by_first);
+  size_t kept = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i + 1 < entries.size() && entries[i + 1].first == entries[i].first) continue;
+    entries[kept++] = entries[i];
+  }
+  entries.resize(kept);
+  return entries;
+}
+
+Expected<ModelVocab> read_model_vocab(const std::optional<simdjson::dom::element>& vocab, const fs::path& file) {
+  if (!vocab || !vocab->is_object()) {
     return tokenizer_error(ErrorCode::bad_header, file, "model.vocab is missing or not an object of token ids");
   }
-  std::map<uint64_t, std::string> by_id;
-  for (const auto& [text, id] : vocab->items()) {
-    if (!id.is_number_unsigned() && !(id.is_number_integer() && id.get<int64_t>() >= 0)) {
-      return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.vocab: the id of token {} is not a non-negative integer", json(text).dump()));
+  ModelVocab out;
+  const simdjson::dom::object object(*vocab);
+  out.index.reserve(object.size());
+  out.entries.reserve(object.size());
+  for (const simdjson::dom::key_value_pair field : object) {
+    const simdjson::dom::element id = field.value;
+    uint64_t n = 0;
+    if (id.type() == simdjson::dom::element_type::UINT64) {
+      n = uint64_t(id);
+    } else if (id.type() == simdjson::dom::element_type::INT64 && int64_t(id) >= 0) {
+      n = static_cast<uint64_t>(int64_t(id));
+    } else {
+      return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.vocab: the id of token {} is not a non-negative integer", json(std::string(field.key)).dump()));
     }
-    const uint64_t n = id.get<uint64_t>();
     if (n >= (uint64_t{1} << 30)) return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.vocab: token id {} is too large", n));
-    by_id[n] = text;
+    if (!out.index.emplace(field.key, out.entries.size()).second) {
+      return tokenizer_error(ErrorCode::bad_header, file, fmt::format("model.vocab: token {} appears twice", json(std::string(field.key)).dump()));
+    }
+    out.entries.emplace_back(n, field.key);
   }
-  return by_id;
+  return out;
 }
 
 struct AddedToken {
@@ -562,7 +671,8 @@ Expected<std::vector<AddedToken>> read_added_tokens(const json& tokenizer, const
 
 struct Inputs {
   fs::path dir;
-  json tokenizer;
+  TokenizerJson tokenizer_json;
+  json tokenizer;  // tokenizer_json.rest
   std::optional<json> tokenizer_config;
   std::optional<json> model_config;
 };
@@ -570,23 +680,27 @@ struct Inputs {
 // TextModel._set_vocab_gpt2 (get_vocab_base + SpecialVocab with merges).
 Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
   const fs::path file = in.dir / "tokenizer.json";
-  auto model_vocab = read_model_vocab(in.tokenizer, file);
+  auto model_vocab = read_model_vocab(in.tokenizer_json.vocab, file);
   if (!model_vocab) return std::move(model_vocab).error();
   auto added = read_added_tokens(in.tokenizer, file);
   if (!added) return std::move(added).error();
 
-  // tokenizer.vocab: the model's tokens with the added tokens over them.
-  std::map<uint64_t, std::string> reverse_vocab = std::move(*model_vocab);
-  std::map<std::string, const AddedToken*> added_by_text;
+  // get_vocab(): token -> id, the model's with the added tokens over them; then id -> token.
+  std::unordered_map<std::string_view, const AddedToken*> added_by_text;  // views into *added
   std::map<uint64_t, const AddedToken*> added_by_id;  // added_tokens_decoder
+  std::vector<std::pair<uint64_t, std::string_view>> vocab = std::move(model_vocab->entries);
+  std::unordered_map<std::string_view, size_t>& index = model_vocab->index;
   for (const AddedToken& t : *added) {
-    reverse_vocab[t.id] = t.content;
-    added_by_text[t.content] = &t;
     added_by_id[t.id] = &t;
+    added_by_text[t.content] = &t;
+    if (const auto [at, inserted] = index.emplace(t.content, vocab.size()); inserted) {
+      vocab.emplace_back(t.id, t.content);
+    } else {
+      vocab[at->second].first = t.id;  // a dict keeps a key's place when its value changes
+    }
   }
-  std::set<std::string> distinct;
-  for (const auto& [id, text] : reverse_vocab) distinct.insert(text);
-  uint64_t vocab_size = distinct.size();
+  const std::vector<std::pair<uint64_t, std::string_view>> reverse_vocab = by_id(std::move(vocab));
+  uint64_t vocab_size = index.size();
   if (in.model_config) {
     if (const json* v = member(*in.model_config, "vocab_size"); v != nullptr && !v->is_null()) {
       if (!v->is_number_unsigned() || v->get<uint64_t>() > (uint64_t{1} << 30)) {
@@ -595,8 +709,8 @@ Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
       vocab_size = v->get<uint64_t>();
     }
   }
-  if (!reverse_vocab.empty() && reverse_vocab.rbegin()->first >= vocab_size) {
-    return tokenizer_error(ErrorCode::bad_header, file, fmt::format("token id {} is not below the vocabulary size {}", reverse_vocab.rbegin()->first, vocab_size));
+  if (!reverse_vocab.empty() && reverse_vocab.back().first >= vocab_size) {
+    return tokenizer_error(ErrorCode::bad_header, file, fmt::format("token id {} is not below the vocabulary size {}", reverse_vocab.back().first, vocab_size));
   }
   const std::optional<std::string> pre = recognise_pre_tokenizer(in.tokenizer);
   if (!pre) {
@@ -604,31 +718,34 @@ Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
                            "BPE pre-tokenizer not recognised (known: llama 3's and Qwen2's Split regex with ByteLevel, GPT-2's ByteLevel)");
   }
 
-  std::vector<std::string> tokens;
+  // Views into the DOM or *added; the texts made here (padding, user-defined tokens) in `made`.
+  std::vector<std::string_view> tokens;
+  std::deque<std::string> made;
   std::vector<int32_t> types;
   tokens.reserve(vocab_size);
   types.reserve(vocab_size);
+  auto at = reverse_vocab.begin();
   for (uint64_t i = 0; i < vocab_size; ++i) {
-    const auto it = reverse_vocab.find(i);
-    if (it == reverse_vocab.end()) {
-      tokens.push_back(fmt::format("[PAD{}]", i));
+    while (at != reverse_vocab.end() && at->first < i) ++at;
+    if (at == reverse_vocab.end() || at->first != i) {
+      tokens.push_back(made.emplace_back(fmt::format("[PAD{}]", i)));
       types.push_back(kUnused);
       continue;
     }
-    std::string token = it->second;
+    std::string_view token = at->second;
     int32_t type = kNormal;
     if (const auto a = added_by_text.find(token); a != added_by_text.end()) {
       // added_tokens_decoder[i]: the added token with this id (its flags), else the one with this text.
-      const auto by_id = added_by_id.find(i);
-      const AddedToken* flags = by_id != added_by_id.end() ? by_id->second : a->second;
+      const auto added_here = added_by_id.find(i);
+      const AddedToken* flags = added_here != added_by_id.end() ? added_here->second : a->second;
       if (flags->special || looks_special(token)) {
         type = kControl;
       } else {
-        token = replace_all(std::move(token), kSentencePieceSpace, " ");
+        token = made.emplace_back(replace_all(std::string(token), kSentencePieceSpace, " "));
         type = kUserDefined;
       }
     }
-    tokens.push_back(std::move(token));
+    tokens.push_back(token);
     types.push_back(type);
   }
   out.keys.emplace_back("tokenizer.ggml.model", MetadataValue::string("gpt2"));
@@ -636,7 +753,8 @@ Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
   out.keys.emplace_back("tokenizer.ggml.tokens", MetadataValue::string_array(tokens));
   out.keys.emplace_back("tokenizer.ggml.token_type", MetadataValue::array(types));
 
-  auto sv = load_special_vocab(in.dir, in.tokenizer, in.tokenizer_config, in.model_config, true, std::nullopt);
+  auto sv = load_special_vocab(in.dir, in.tokenizer, in.tokenizer_json.merges, in.tokenizer_config, in.model_config,
+                               true, std::nullopt);
   if (!sv) return std::move(sv).error();
   add_special_vocab(out, *sv);
   return {};
@@ -660,14 +778,16 @@ bool is_byte_token(std::string_view text) {
 // TextModel._set_vocab_llama_hf
 Expected<void> llama_hf_vocab(const Inputs& in, TokenizerMetadata& out) {
   const fs::path file = in.dir / "tokenizer.json";
-  auto model_vocab = read_model_vocab(in.tokenizer, file);
+  auto model_vocab = read_model_vocab(in.tokenizer_json.vocab, file);
   if (!model_vocab) return std::move(model_vocab).error();
   auto added = read_added_tokens(in.tokenizer, file);
   if (!added) return std::move(added).error();
-  const uint64_t base_size = nested(in.tokenizer, "model", "vocab")->size();
+  const uint64_t base_size = model_vocab->entries.size();
 
-  std::map<uint64_t, std::string> reverse_vocab = std::move(*model_vocab);
-  std::map<std::string, uint64_t> vocab;  // get_vocab(): text -> id, added tokens included
+  std::map<uint64_t, std::string> reverse_vocab;
+  for (const auto& [id, text] : by_id(model_vocab->entries)) reverse_vocab.emplace_hint(reverse_vocab.end(), id, text);
+  std::unordered_map<std::string, uint64_t> vocab;  // get_vocab(): text -> id, added tokens included
+  vocab.reserve(reverse_vocab.size() + added->size());
   for (const auto& [id, text] : reverse_vocab) vocab[text] = id;
   for (const AddedToken& t : *added) {
     reverse_vocab[t.id] = t.content;
@@ -727,7 +847,8 @@ Expected<void> llama_hf_vocab(const Inputs& in, TokenizerMetadata& out) {
   out.keys.emplace_back("tokenizer.ggml.scores", MetadataValue::array(scores));
   out.keys.emplace_back("tokenizer.ggml.token_type", MetadataValue::array(types));
 
-  auto sv = load_special_vocab(in.dir, in.tokenizer, in.tokenizer_config, in.model_config, false, tokens.size());
+  auto sv = load_special_vocab(in.dir, in.tokenizer, in.tokenizer_json.merges, in.tokenizer_config, in.model_config,
+                               false, tokens.size());
   if (!sv) return std::move(sv).error();
   add_special_vocab(out, *sv);
   return {};
@@ -737,7 +858,7 @@ Expected<TokenizerMetadata> convert(const fs::path& dir) {
   Inputs in;
   in.dir = dir;
   const fs::path tokenizer_file = dir / "tokenizer.json";
-  auto tokenizer = load_json(tokenizer_file);
+  auto tokenizer = load_tokenizer_json(tokenizer_file);
   if (!tokenizer) return std::move(tokenizer).error();
   if (!*tokenizer) {
     std::error_code ec;
@@ -747,7 +868,8 @@ Expected<TokenizerMetadata> convert(const fs::path& dir) {
     }
     return tokenizer_error(ErrorCode::io_error, tokenizer_file, "not found in " + dir.string());
   }
-  in.tokenizer = std::move(**tokenizer);
+  in.tokenizer_json = std::move(**tokenizer);
+  in.tokenizer = std::move(in.tokenizer_json.rest);
   if (!in.tokenizer.is_object()) return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "not a JSON object");
   const json* model = member(in.tokenizer, "model");
   if (model == nullptr || !model->is_object()) return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "has no \"model\" object");

@@ -8,12 +8,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -64,13 +66,20 @@ std::vector<std::byte> encode(const std::vector<float>& values, const std::strin
   return out;
 }
 
-void write_safetensors(const std::filesystem::path& path, const std::vector<HfTensor>& tensors, const std::string& dtype) {
+// A checkpoint tensor given as its stored bytes.
+struct RawHfTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+
+void write_raw_safetensors(const std::filesystem::path& path, const std::vector<RawHfTensor>& tensors,
+                           const std::string& dtype) {
   json header = json::object();
   std::vector<std::byte> data;
-  for (const HfTensor& t : tensors) {
-    const auto bytes = encode(t.values, dtype);
-    header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + bytes.size()}}};
-    data.insert(data.end(), bytes.begin(), bytes.end());
+  for (const RawHfTensor& t : tensors) {
+    header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
+    data.insert(data.end(), t.bytes.begin(), t.bytes.end());
   }
   std::string text = header.dump();
   while (text.size() % 8 != 0) text += ' ';
@@ -80,6 +89,12 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<HfTe
   for (char c : text) file.push_back(static_cast<std::byte>(c));
   file.insert(file.end(), data.begin(), data.end());
   test::write_bytes(path, file);
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<HfTensor>& tensors, const std::string& dtype) {
+  std::vector<RawHfTensor> raw;
+  for (const HfTensor& t : tensors) raw.push_back({t.name, t.shape, encode(t.values, dtype)});
+  write_raw_safetensors(path, raw, dtype);
 }
 
 void write_text(const std::filesystem::path& path, const std::string& text) {
@@ -299,6 +314,78 @@ TEST(Convert, LlamaPermutesQAndKRows) {
   }
   // V is not permuted.
   EXPECT_EQ(floats_of(f, "blk.0.attn_v.weight"), m.find("model.layers.0.self_attn.v_proj.weight").values);
+}
+
+// A tensor that keeps its type is copied as llama.cpp's converter writes it: F32 and F16 bytes
+// unchanged (numpy's astype to the same type), BF16 through float32 and back (gguf-py's bf16:
+// only a signalling NaN changes, it comes back quiet); Q and K rows permuted; the same bytes on
+// one thread and two. Every 16-bit pattern occurs: infinities, NaNs, subnormals, -0.
+TEST(Convert, SameTypeTensorsAreCopiedAsTheConverterWritesThem) {
+  TinyModel m;
+  m.layers = 1;
+  m.vocab = 2048;  // 2048 x 32 embedding rows: every 16-bit pattern
+  for (const std::string dtype : {"F16", "BF16"}) {
+    const TensorType type = dtype == "F16" ? TensorType::F16 : TensorType::BF16;
+    std::vector<RawHfTensor> raw;
+    uint32_t next = 0x5eed;
+    for (const HfTensor& t : m.tensors()) {
+      std::vector<std::byte> bytes(t.values.size() * 2);
+      for (size_t i = 0; i < t.values.size(); ++i) {
+        next = next * 1103515245u + 12345u;
+        const uint16_t h = t.name == "model.embed_tokens.weight" ? static_cast<uint16_t>(i) : static_cast<uint16_t>(next >> 8);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+      raw.push_back({t.name, t.shape, std::move(bytes)});
+    }
+    // (Matrices only: norms and other vectors become F32, as the converter writes them.)
+    const auto expected = [&](const RawHfTensor& t, int64_t heads) {
+      const int64_t rows = t.shape[0], row_bytes = 2 * t.shape[1];
+      std::vector<std::byte> out(t.bytes.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t from = heads > 0 ? permuted_source_row(r, heads, rows) : r;
+        std::memcpy(out.data() + r * row_bytes, t.bytes.data() + from * row_bytes, static_cast<size_t>(row_bytes));
+      }
+      for (size_t i = 0; type == TensorType::BF16 && i < out.size(); i += 2) {
+        uint16_t h;
+        std::memcpy(&h, out.data() + i, 2);
+        if ((h & 0x7FFF) > 0x7F80) h |= 0x40;
+        std::memcpy(out.data() + i, &h, 2);
+      }
+      return out;
+    };
+    const auto raw_of = [&](const std::string& name) -> const RawHfTensor& {
+      return *std::find_if(raw.begin(), raw.end(), [&](const RawHfTensor& t) { return t.name == name; });
+    };
+    std::vector<std::vector<std::byte>> runs;
+    for (const unsigned threads : {1u, 2u}) {
+      const auto dir = test::temp_dir("convert-copy-" + dtype) / "model";
+      m.write(dir);
+      write_raw_safetensors(dir / "model.safetensors", raw, dtype);
+      const auto path = dir.parent_path() / "out.gguf";
+      ConvertOptions options = no_tokenizer(type);
+      options.threads = Threads{threads};
+      ASSERT_TRUE(convert_model(dir, path, options));
+      auto f = GgufFile::open(path);
+      ASSERT_TRUE(f);
+      for (const auto& [gguf, hf, heads] :
+           {std::tuple{"token_embd.weight", "model.embed_tokens.weight", int64_t{0}},
+            std::tuple{"output.weight", "lm_head.weight", int64_t{0}},
+            std::tuple{"blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight", m.heads},
+            std::tuple{"blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight", m.kv_heads},
+            std::tuple{"blk.0.attn_v.weight", "model.layers.0.self_attn.v_proj.weight", int64_t{0}},
+            std::tuple{"blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight", int64_t{0}}}) {
+        const TensorInfo* t = f->find_tensor(gguf);
+        ASSERT_NE(t, nullptr) << gguf;
+        EXPECT_EQ(t->type, type) << gguf;
+        const auto data = f->tensor_data(*t);
+        const auto want = expected(raw_of(hf), heads);
+        EXPECT_TRUE(std::equal(data.begin(), data.end(), want.begin(), want.end())) << dtype << " " << gguf;
+      }
+      runs.push_back(test::read_bytes(path));
+      std::filesystem::remove_all(dir.parent_path());
+    }
+    EXPECT_TRUE(runs[0] == runs[1]) << dtype << ": the thread count changed the bytes";
+  }
 }
 
 TEST(Convert, TiedEmbeddingsHaveNoOutputTensor) {

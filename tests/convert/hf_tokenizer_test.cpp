@@ -257,6 +257,29 @@ TEST_F(HfTokenizerRules, LlamaHfVocabulary) {
   EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_eos_token")->view().get<bool>(), true);
 }
 
+// get_vocab() and its reverse as Python builds them: model.vocab's ids in any order; an added
+// token takes its text's entry (c moves from id 3 to 4) or adds one (<x>); of two tokens of one id
+// the later wins (<x> over b at 1, z at 3 once c has left); the size is the number of distinct
+// tokens (6: [PAD5] fills id 5). A token written twice in model.vocab is refused, with its text.
+TEST_F(HfTokenizerRules, VocabularyInAnyOrderWithAddedTokensOverIds) {
+  write_text(dir_ / "tokenizer.json", R"({
+    "added_tokens": [{"id": 1, "content": "<x>", "special": true}, {"id": 4, "content": "c", "special": false}],
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {"ab": 2, "b": 1, "a": 0, "z": 3, "c": 3}, "merges": ["a b"]}
+  })");
+  auto meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view()),
+            (std::vector<std::string>{"a", "<x>", "ab", "z", "c", "[PAD5]"}));
+  EXPECT_EQ(ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view()), (std::vector<int32_t>{1, 3, 1, 1, 4, 5}));
+  write_text(dir_ / "tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "a": 2}}})");
+  meta = convert_hf_tokenizer(dir_);
+  ASSERT_FALSE(meta);
+  EXPECT_EQ(meta.error().code, ErrorCode::bad_header);
+  EXPECT_EQ(meta.error().file, "tokenizer.json");
+  EXPECT_EQ(meta.error().message, "model.vocab: token \"a\" appears twice");
+}
+
 // Without chat_template in tokenizer_config.json: chat_template.jinja, with named templates from
 // additional_chat_templates/ written first, then their list, then the default.
 TEST_F(HfTokenizerRules, ChatTemplateFilesAndNamedTemplates) {

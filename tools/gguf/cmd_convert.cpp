@@ -17,6 +17,7 @@ namespace {
 
 struct ConvertArgs {
   bool force = false;  // --force: replace an existing output
+  bool no_sync = false;  // --no-sync: no fsync before the rename
   std::string input, output;
   std::string outtype = "f16";
   unsigned threads = 0;
@@ -81,6 +82,7 @@ int run_convert(const ConvertArgs& args) {
   ggufkit::ConvertOptions options;
   options.out_type = *type;
   options.threads = ggufkit::Threads{args.threads};
+  options.sync = !args.no_sync;
   options.output.overwrite = args.force;
   options.cancel = &interrupt_flag();
   options.tokenizer = !args.no_tokenizer;
@@ -124,6 +126,7 @@ Runner register_convert(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "convert", "Convert a Hugging Face safetensors checkpoint to GGUF as llama.cpp's convert_hf_to_gguf.py does");
   add_force_flag(*cmd, args->force);
+  add_no_sync_flag(*cmd, args->no_sync);
   add_progress_flags(*cmd);
   cmd->add_option("model_dir", args->input, "Checkpoint directory: config.json, model.safetensors (or an index and "
                                              "shards), tokenizer.json")

@@ -24,6 +24,7 @@ namespace {
 
 struct QuantizeArgs {
   bool force = false;  // --force: replace an existing output
+  bool no_sync = false;  // --no-sync: no fsync before the rename
   std::string input, output, type;
   bool pure = false;
   bool dry_run = false;
@@ -166,6 +167,7 @@ int run_quantize(const QuantizeArgs& args) {
   options.file_type = *file_type;
   options.pure = args.pure;
   options.threads = ggufkit::Threads{args.threads};
+  options.sync = !args.no_sync;
   options.output.overwrite = args.force;
   options.cancel = &interrupt_flag();
   auto plan = ggufkit::plan_quantize(*input, options);
@@ -234,6 +236,7 @@ Runner register_quantize(CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   CLI::App* cmd = app.add_subcommand("quantize", "Quantize a model as llama-quantize does (byte-identical output)");
   add_force_flag(*cmd, args->force);
+  add_no_sync_flag(*cmd, args->no_sync);
   cmd->footer(quantize_presets_footer());
   cmd->add_option("input", args->input, "GGUF model to read")->required();
   cmd->add_option("output", args->output, "GGUF file to write (never the input)")->required();

@@ -33,4 +33,10 @@ inline CLI::Option* add_force_flag(CLI::App& cmd, bool& force) {
   return cmd.add_flag("--force,-f", force, "Replace the output if it exists (never an input, directory or device)");
 }
 
+// --no-sync, the same for every verb that writes a file: no fsync before the rename.
+inline CLI::Option* add_no_sync_flag(CLI::App& cmd, bool& no_sync) {
+  return cmd.add_flag("--no-sync", no_sync,
+                      "Do not fsync before the rename: faster, still safe if the process dies, not if the power fails");
+}
+
 }  // namespace gguf_cli

@@ -76,8 +76,7 @@ void add_edit_options(CLI::App& cmd, EditTarget& target) {
   cmd.add_flag("--dry-run", target.dry_run, "Show what would change and how it would be written; write nothing");
   add_progress_flags(cmd);
   cmd.add_flag("--rewrite", target.rewrite, "Always write a new file and rename it into place, never in place");
-  cmd.add_flag("--no-sync", target.no_sync,
-               "Do not fsync before the rename: faster, still safe if the process dies, not if the power fails");
+  add_no_sync_flag(cmd, target.no_sync);
   cmd.add_flag("--strict", target.strict,
                "Refuse the edit (exit 2, nothing written) when gguf check would find a new error or warning "
                "in the edited file; without it they are warnings");
