@@ -10,6 +10,7 @@
 #   bench/run.sh hash [GIB]      gguf hash against openssl dgst and xxhsum on a GIB GiB model (default 1)
 #   bench/run.sh convert [ARGS...] Hugging Face safetensors -> GGUF against cp, and peak memory (ARGS: --gib N,
 #                                --dtype bf16|f16, --shard-gib N, --threads N, --repeat R, --dir D, --keep)
+#   bench/run.sh tokenizer       gguf convert's time on each real tokenizer.json of the oracle install
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +30,7 @@ case "$what" in
   edit) exec "$ROOT/bench/bench_edit.sh" "$BUILD" "$@" ;;
   hash) exec "$ROOT/bench/bench_hash.sh" "$BUILD" "$@" ;;
   convert) exec "$BUILD/bench/bench_convert" "$@" ;;
-  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" && "$ROOT/bench/bench_hash.sh" "$BUILD" && "$BUILD/bench/bench_convert" ;;
-  *) echo "usage: bench/run.sh [open|quant|model|edit|hash|convert|all] [ARGS...]" >&2; exit 2 ;;
+  tokenizer) exec "$ROOT/bench/bench_tokenizer.sh" "$BUILD" ;;
+  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" && "$ROOT/bench/bench_hash.sh" "$BUILD" && "$BUILD/bench/bench_convert" && "$ROOT/bench/bench_tokenizer.sh" "$BUILD" ;;
+  *) echo "usage: bench/run.sh [open|quant|model|edit|hash|convert|tokenizer|all] [ARGS...]" >&2; exit 2 ;;
 esac

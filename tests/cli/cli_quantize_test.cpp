@@ -311,11 +311,26 @@ TEST(CliProgress, ProgressAndQuietFlagsOnTheLongVerbs) {
            {"extract", in, "-o", (dir / "x").string(), "--quiet"},
            {"convert-endian", in, (dir / "be.gguf").string(), "--to", "big", "--quiet"},
            {"set", (dir / "m.gguf").string(), "general.name", "x", "--rewrite", "--quiet"},
-           {"diff", in, (dir / "m.gguf").string(), "--data", "--quiet"}}) {
+           {"diff", in, (dir / "m.gguf").string(), "--data", "--quiet"},
+           {"hash", in, "--quiet"}}) {
     const auto r = ggufkit::test::run_gguf(args);
     EXPECT_LE(r.exit_code, 1) << args[0] << ": " << r.err;
     EXPECT_EQ(r.err, "") << args[0];
   }
+  // hash --progress: quiet for work that ends within a second, like every byte-level display.
+  const auto hashed = ggufkit::test::run_gguf({"hash", in, "--progress"});
+  EXPECT_EQ(hashed.exit_code, 0);
+  EXPECT_EQ(hashed.out, ggufkit::test::run_gguf({"hash", in}).out);
+  EXPECT_EQ(hashed.err, "");
+  // --no-sync (no fsync before the rename) writes the same bytes.
+  const auto synced = ggufkit::test::run_gguf({"quantize", in, out, "Q8_0", "--pure", "-f", "--quiet"});
+  ASSERT_EQ(synced.exit_code, 0);
+  const auto bytes = ggufkit::test::read_bytes(out);
+  const auto unsynced = ggufkit::test::run_gguf({"quantize", in, out, "Q8_0", "--pure", "-f", "--quiet", "--no-sync"});
+  EXPECT_EQ(unsynced.exit_code, 0);
+  EXPECT_EQ(unsynced.out, out + "\n");
+  EXPECT_EQ(unsynced.err, "");
+  EXPECT_TRUE(ggufkit::test::read_bytes(out) == bytes);
   fs::remove_all(dir);
 }
 

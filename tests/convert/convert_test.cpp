@@ -804,6 +804,13 @@ TEST(ConvertCli, ConvertsDryRunsAndRefuses) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->type, TensorType::F32);
   EXPECT_EQ(f->get("general.file_type")->get<uint32_t>(), 0u);
+  // --no-sync (no fsync before the rename) writes the same bytes.
+  const auto written = test::read_bytes(out);
+  r = test::run_gguf({"convert", dir.string(), out, "--outtype", "f32", "--no-tokenizer", "-f", "--no-sync", "-q"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, out + "\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(test::read_bytes(out) == written);
 
   r = test::run_gguf({"convert", dir.string(), out + ".dry", "--outtype", "q8_0", "--dry-run", "--no-tokenizer"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
