@@ -23,7 +23,7 @@ set(HEADERS_diff diff)
 set(HEADERS_check check)
 set(HEADERS_extract extract)
 set(HEADERS_quantize quantize imatrix)
-set(HEADERS_convert convert safetensors hf_tokenizer)
+set(HEADERS_convert convert safetensors sentencepiece hf_tokenizer)
 
 if(NOT ROOT)
   message(FATAL_ERROR "CheckLayers.cmake: pass -DROOT=<source tree>")

@@ -22,6 +22,7 @@
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/safetensors.h"
+#include "ggufkit/sentencepiece.h"
 #include "ggufkit/sink.h"
 #include "ggufkit/split.h"
 #include "ggufkit/summary.h"

@@ -41,6 +41,7 @@
 #include <simdjson.h>
 
 #include "convert/checkpoint_files.h"
+#include "ggufkit/sentencepiece.h"
 
 namespace ggufkit {
 
@@ -49,6 +50,10 @@ namespace {
 namespace fs = std::filesystem;
 // std::map objects: ordered_json inserts in linear time, quadratic for a 150k-token vocabulary.
 using json = nlohmann::json;
+
+// The largest vocabulary a SentencePiece model is padded to (config.json's vocab_size): real ones
+// are at most 262k; this bounds what a hostile config.json can make us allocate.
+constexpr uint64_t kMaxSentencePieceVocab = uint64_t{1} << 24;
 
 // gguf.TokenType
 enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
@@ -854,30 +859,163 @@ Expected<void> llama_hf_vocab(const Inputs& in, TokenizerMetadata& out) {
   return {};
 }
 
+// A config.json size field as find_hparam(keys, optional=True) reads it: the first key present;
+// 0 or absent means "none" (`or tokenizer.vocab_size()`).
+Expected<std::optional<uint64_t>> config_vocab_size(const Inputs& in, std::initializer_list<const char*> keys) {
+  if (!in.model_config) return std::optional<uint64_t>{};
+  for (const char* key : keys) {
+    const json* v = member(*in.model_config, key);
+    if (v == nullptr) continue;
+    if (v->is_null()) return std::optional<uint64_t>{};
+    if (!v->is_number_unsigned() || v->get<uint64_t>() > kMaxSentencePieceVocab) {
+      return tokenizer_error(ErrorCode::bad_header, in.dir / "config.json",
+                             fmt::format("{} is not a token count (0 to {})", key, kMaxSentencePieceVocab));
+    }
+    const uint64_t n = v->get<uint64_t>();
+    return n != 0 ? std::optional<uint64_t>(n) : std::optional<uint64_t>{};
+  }
+  return std::optional<uint64_t>{};
+}
+
+// A non-negative token id written as JSON (added_tokens.json) or as an object key
+// (added_tokens_decoder, Python's int()); nullopt when it is neither.
+std::optional<uint64_t> token_id_of_value(const json& value) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  return std::nullopt;
+}
+std::optional<uint64_t> token_id_of_key(std::string_view key) {
+  while (!key.empty() && (key.front() == ' ' || key.front() == '+')) key.remove_prefix(1);
+  while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+  if (key.empty() || key.size() > 12) return std::nullopt;
+  uint64_t n = 0;
+  for (const char c : key) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n;
+}
+
+// TextModel._set_vocab_sentencepiece / _create_vocab_sentencepiece: tokenizer.model's pieces
+// (scores, types; a USER_DEFINED piece becomes NORMAL), padded with [PAD{i}] to config.json's
+// vocabulary size, then added_tokens.json's tokens and tokenizer_config.json's
+// added_tokens_decoder over them (score -1000); ids past the vocabulary are ignored as there.
+Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out) {
+  const fs::path file = in.dir / "tokenizer.model";
+  auto bytes = convert_detail::read_checkpoint_text(in.dir, "tokenizer.model");
+  if (!bytes) return std::move(bytes).error();
+  if (!*bytes) return tokenizer_error(ErrorCode::io_error, file, "not found");
+  const std::string& raw = **bytes;
+  auto model = parse_sentencepiece_model(std::as_bytes(std::span(raw.data(), raw.size())));
+  if (!model) return with_file(std::move(model).error(), "tokenizer.model");
+  auto configured = config_vocab_size(in, {"vocab_size_per_layer_input", "vocab_size"});
+  if (!configured) return std::move(configured).error();
+  const uint64_t vocab_size = configured->value_or(model->pieces.size());
+
+  std::vector<std::string> tokens;
+  std::vector<float> scores(vocab_size, -10000.0f);
+  std::vector<int32_t> types(vocab_size, kUnused);
+  tokens.reserve(vocab_size);
+  for (uint64_t i = 0; i < vocab_size; ++i) tokens.push_back(fmt::format("[PAD{}]", i));
+  for (size_t id = 0; id < model->pieces.size() && id < vocab_size; ++id) {
+    SentencePiece& p = model->pieces[id];
+    tokens[id] = std::move(p.piece);
+    scores[id] = p.score;
+    switch (p.type) {
+      case SentencePieceType::unknown: types[id] = kUnknown; break;
+      case SentencePieceType::control: types[id] = kControl; break;
+      case SentencePieceType::unused: types[id] = kUnused; break;
+      case SentencePieceType::byte: types[id] = kByte; break;
+      default: types[id] = kNormal; break;  // NORMAL, USER_DEFINED
+    }
+  }
+
+  auto added = load_json(in.dir / "added_tokens.json");
+  if (!added) return std::move(added).error();
+  if (*added) {
+    if (!(*added)->is_object()) return tokenizer_error(ErrorCode::bad_header, in.dir / "added_tokens.json", "not a JSON object of token ids");
+    for (const auto& [text, value] : (*added)->items()) {
+      const std::optional<uint64_t> id = token_id_of_value(value);
+      if (!id) {
+        return tokenizer_error(ErrorCode::bad_header, in.dir / "added_tokens.json",
+                               fmt::format("the id of {} is not a non-negative integer", json(text).dump()));
+      }
+      if (*id >= vocab_size) continue;  // "ignore token: id is out of range"
+      tokens[*id] = text;
+      scores[*id] = -1000.0f;
+      types[*id] = kUserDefined;
+    }
+  }
+  if (in.tokenizer_config) {
+    if (const json* decoder = member(*in.tokenizer_config, "added_tokens_decoder"); decoder != nullptr && !decoder->is_null()) {
+      const fs::path config_file = in.dir / "tokenizer_config.json";
+      if (!decoder->is_object()) return tokenizer_error(ErrorCode::bad_header, config_file, "added_tokens_decoder is not an object");
+      for (const auto& [key, data] : decoder->items()) {
+        const std::optional<uint64_t> id = token_id_of_key(key);
+        const std::optional<std::string> content = string_member(data, "content");
+        if (!id || !content) {
+          return tokenizer_error(ErrorCode::bad_header, config_file,
+                                 fmt::format("added_tokens_decoder[{}] needs an integer id and a string content", json(key).dump()));
+        }
+        if (*id >= vocab_size) continue;
+        std::string token = *content;
+        if (truthy(member(data, "special")) || looks_special(token)) {
+          types[*id] = kControl;
+        } else {
+          token = replace_all(std::move(token), kSentencePieceSpace, " ");  // pre-normalize user-defined spaces
+          types[*id] = kUserDefined;
+        }
+        scores[*id] = -1000.0f;
+        tokens[*id] = std::move(token);
+      }
+    }
+  }
+  out.keys.emplace_back("tokenizer.ggml.model", MetadataValue::string("llama"));
+  out.keys.emplace_back("tokenizer.ggml.pre", MetadataValue::string("default"));
+  out.keys.emplace_back("tokenizer.ggml.tokens", MetadataValue::string_array(tokens));
+  out.keys.emplace_back("tokenizer.ggml.scores", MetadataValue::array(scores));
+  out.keys.emplace_back("tokenizer.ggml.token_type", MetadataValue::array(types));
+  auto sv = load_special_vocab(in.dir, in.tokenizer, std::nullopt, in.tokenizer_config, in.model_config, false,
+                               tokens.size());
+  if (!sv) return std::move(sv).error();
+  add_special_vocab(out, *sv);
+  return {};
+}
+
+// tokenizer.json's checks, when its vocabulary is the one converted: an object whose model is BPE.
+Expected<void> check_tokenizer_json(const Inputs& in, bool present) {
+  const fs::path file = in.dir / "tokenizer.json";
+  if (!present) return tokenizer_error(ErrorCode::io_error, file, "not found in " + in.dir.string());
+  if (!in.tokenizer.is_object()) return tokenizer_error(ErrorCode::bad_header, file, "not a JSON object");
+  const json* model = member(in.tokenizer, "model");
+  if (model == nullptr || !model->is_object()) return tokenizer_error(ErrorCode::bad_header, file, "has no \"model\" object");
+  const std::optional<std::string> model_type = string_member(*model, "type");
+  if (!model_type) return tokenizer_error(ErrorCode::bad_header, file, "model.type is missing");
+  if (*model_type != "BPE") {
+    return tokenizer_error(ErrorCode::invalid_argument, file,
+                           fmt::format("model type {} is not supported (only BPE)", json(*model_type).dump()));
+  }
+  return {};
+}
+
 Expected<TokenizerMetadata> convert(const fs::path& dir) {
   Inputs in;
   in.dir = dir;
-  const fs::path tokenizer_file = dir / "tokenizer.json";
-  auto tokenizer = load_tokenizer_json(tokenizer_file);
+  auto tokenizer = load_tokenizer_json(dir / "tokenizer.json");
   if (!tokenizer) return std::move(tokenizer).error();
-  if (!*tokenizer) {
-    std::error_code ec;
-    if (fs::is_regular_file(dir / "tokenizer.model", ec)) {
-      return tokenizer_error(ErrorCode::invalid_argument, dir / "tokenizer.model",
-                             "SentencePiece tokenizer.model without tokenizer.json is not supported");
-    }
-    return tokenizer_error(ErrorCode::io_error, tokenizer_file, "not found in " + dir.string());
+  const bool has_tokenizer_json = tokenizer->has_value();
+  if (has_tokenizer_json) {
+    in.tokenizer_json = std::move(**tokenizer);
+    in.tokenizer = std::move(in.tokenizer_json.rest);
+  } else {
+    in.tokenizer = json::object();  // SpecialVocab reads it when it is there
   }
-  in.tokenizer_json = std::move(**tokenizer);
-  in.tokenizer = std::move(in.tokenizer_json.rest);
-  if (!in.tokenizer.is_object()) return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "not a JSON object");
-  const json* model = member(in.tokenizer, "model");
-  if (model == nullptr || !model->is_object()) return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "has no \"model\" object");
-  const std::optional<std::string> model_type = string_member(*model, "type");
-  if (!model_type) return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "model.type is missing");
-  if (*model_type != "BPE") {
-    return tokenizer_error(ErrorCode::invalid_argument, tokenizer_file,
-                           fmt::format("model type {} is not supported (only BPE)", json(*model_type).dump()));
+  std::error_code ec;
+  const bool has_sentencepiece = fs::is_regular_file(dir / "tokenizer.model", ec);
+  if (!has_tokenizer_json && !has_sentencepiece) {
+    return tokenizer_error(ErrorCode::io_error, dir / "tokenizer.json", "not found in " + dir.string() + " (nor tokenizer.model)");
+  }
+  if (has_tokenizer_json && !in.tokenizer.is_object()) {
+    return tokenizer_error(ErrorCode::bad_header, dir / "tokenizer.json", "not a JSON object");
   }
 
   auto config = load_json(dir / "tokenizer_config.json");
@@ -902,22 +1040,23 @@ Expected<TokenizerMetadata> convert(const fs::path& dir) {
   const bool qwen = architecture.rfind("Qwen2", 0) == 0 || architecture.rfind("Qwen3", 0) == 0;
 
   TokenizerMetadata out;
-  if (qwen) {
+  if (qwen) {  // Qwen2Model.set_vocab: the GPT-2 path only
+    if (auto ok = check_tokenizer_json(in, has_tokenizer_json); !ok) return std::move(ok).error();
     if (auto ok = gpt2_vocab(in, out); !ok) return std::move(ok).error();
     return out;
   }
-  // LlamaModel.set_vocab
+  // LlamaModel.set_vocab: add_prefix_space, then tokenizer.model (SentencePiece) before
+  // tokenizer.json (LlamaHfVocab, else GPT-2).
   if (in.tokenizer_config) {
     if (const json* prefix = member(*in.tokenizer_config, "add_prefix_space"); prefix != nullptr && !prefix->is_null()) {
       out.keys.emplace_back("tokenizer.ggml.add_space_prefix", MetadataValue::of(truthy(prefix)));
     }
   }
-  std::error_code ec;
-  if (fs::is_regular_file(dir / "tokenizer.model", ec)) {
-    // llama.cpp reads tokenizer.model (SentencePiece scores and types) in preference to tokenizer.json.
-    return tokenizer_error(ErrorCode::invalid_argument, dir / "tokenizer.model",
-                           "SentencePiece tokenizer.model is not supported (llama.cpp would read it before tokenizer.json)");
+  if (has_sentencepiece) {
+    if (auto ok = sentencepiece_vocab(in, out); !ok) return std::move(ok).error();
+    return out;
   }
+  if (auto ok = check_tokenizer_json(in, has_tokenizer_json); !ok) return std::move(ok).error();
   auto ok = is_llama_hf_vocab(in.tokenizer) ? llama_hf_vocab(in, out) : gpt2_vocab(in, out);
   if (!ok) return std::move(ok).error();
   return out;

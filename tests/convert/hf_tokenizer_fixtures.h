@@ -8,7 +8,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "ggufkit/hf_tokenizer.h"
+#include "ggufkit/value.h"
 #include "test_support.h"
 
 namespace ggufkit::test::hf {
@@ -66,5 +69,30 @@ inline constexpr const char* kLlama2Config =
     R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "bos_token_id": 1, "eos_token_id": 2})";
 inline constexpr const char* kQwen3Config =
     R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936, "bos_token_id": 151643, "eos_token_id": 151645})";
+
+// The converted keys: one by name, their names in order, an array's strings or numbers.
+inline const MetadataValue* find_key(const TokenizerMetadata& meta, std::string_view key) {
+  for (const auto& [k, v] : meta.keys) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+inline std::vector<std::string> key_names(const TokenizerMetadata& meta) {
+  std::vector<std::string> names;
+  for (const auto& kv : meta.keys) names.emplace_back(kv.first);
+  return names;
+}
+inline std::vector<std::string> strings_of(const ValueView& v) {
+  std::vector<std::string> out;
+  for (std::string_view s : v.as_array()->strings()) out.emplace_back(s);
+  return out;
+}
+template <class T = int32_t>
+std::vector<T> numbers_of(const ValueView& v) {
+  std::vector<T> out;
+  EXPECT_TRUE(v.as_array()->copy_to(out));
+  return out;
+}
+inline std::vector<int32_t> ints_of(const ValueView& v) { return numbers_of<int32_t>(v); }
 
 }  // namespace ggufkit::test::hf

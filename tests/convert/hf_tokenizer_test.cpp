@@ -41,35 +41,10 @@ namespace {
 
 using namespace ggufkit::test::hf;
 
-const MetadataValue* find_key(const TokenizerMetadata& meta, std::string_view key) {
-  for (const auto& [k, v] : meta.keys) {
-    if (k == key) return &v;
-  }
-  return nullptr;
-}
-
-std::vector<std::string> key_names(const TokenizerMetadata& meta) {
-  std::vector<std::string> names;
-  for (const auto& kv : meta.keys) names.emplace_back(kv.first);
-  return names;
-}
-
 bool same_value(const MetadataValue& ours, const ValueView& theirs) {
   const auto a = ours.encoded();
   const auto b = theirs.encoded();
   return ours.type() == theirs.type() && a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
-}
-
-std::vector<std::string> strings_of(const ValueView& v) {
-  std::vector<std::string> out;
-  for (std::string_view s : v.as_array()->strings()) out.emplace_back(s);
-  return out;
-}
-
-std::vector<int32_t> ints_of(const ValueView& v) {
-  std::vector<int32_t> out;
-  EXPECT_TRUE(v.as_array()->copy_to(out));
-  return out;
 }
 
 // The tokenizer keys of a corpus file, in order.
