@@ -1,5 +1,6 @@
-// libFuzzer target for the safetensors reader: SafetensorsFile::parse on arbitrary bytes, and
-// SafetensorsIndex::parse on the same bytes as index JSON. An accepted file must keep the
+// libFuzzer target for the checkpoint readers: SafetensorsFile::parse on arbitrary bytes,
+// SafetensorsIndex::parse on the same bytes as index JSON, and parse_sentencepiece_model on them as
+// a tokenizer.model. An accepted file must keep the
 // promises of include/ggufkit/safetensors.h; a broken promise is printed and trapped so libFuzzer
 // keeps the input.
 //
@@ -19,6 +20,7 @@
 #include <string_view>
 
 #include "ggufkit/safetensors.h"
+#include "ggufkit/sentencepiece.h"
 
 namespace {
 
@@ -68,6 +70,11 @@ int write_seeds(const std::filesystem::path& dir) {
   write_file(dir / "empty.safetensors", "{}", "");
   std::ofstream(dir / "index.json", std::ios::binary)
       << R"({"metadata":{"total_size":8},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"x.safetensors"}})";
+  // A tokenizer.model: pieces <unk> (UNKNOWN), "a" (score -1.5), a trainer_spec, a normalizer_spec.
+  std::ofstream(dir / "tokenizer.model", std::ios::binary)
+      << std::string("\x0a\x0e\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02"
+                     "\x0a\x08\x0a\x01" "a" "\x15\x00\x00\xc0\xbf"
+                     "\x12\x02\x18\x05" "\x1a\x02\x18\x00", 34);
   return 0;
 }
 
@@ -103,6 +110,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } else if (index.error().offset > size) {
     broken("index error offset past the input", index.error().subject);
+  }
+  if (auto spm = parse_sentencepiece_model(input)) {
+    if (spm->pieces.empty()) broken("sentencepiece model accepted without pieces", "");
+    for (const SentencePiece& p : spm->pieces) {
+      const auto type = static_cast<int>(p.type);
+      if (type < 1 || type > 6) broken("sentencepiece piece of an unknown type", p.piece);
+      if (p.piece.size() > size) broken("sentencepiece piece longer than the input", "");
+    }
+  } else if (spm.error().offset > size || spm.error().message.empty()) {
+    broken("sentencepiece error offset past the input or without a reason", spm.error().subject);
   }
   return 0;
 }

@@ -12,7 +12,9 @@ build_packages=(cmake make g++ ninja-build pkg-config libcli11-dev libfmt-dev nl
                 libsimdjson-dev ca-certificates)
 test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-completion
                # gguf-py's scripts as test oracles (gguf_hash.py, gguf_convert_endian.py); hash benchmark references
-               python3 python3-numpy python3-tqdm git openssl xxhash)
+               python3 python3-numpy python3-tqdm git openssl xxhash
+               # SentencePiece itself: spm_train, spm_encode, spm_export_vocab (gguf convert's tokenizer.model tests)
+               sentencepiece)
 case "$set_name" in
   build) packages=("${build_packages[@]}") ;;
   test)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A time-boxed libFuzzer run of one reader: fuzz/fuzz_reader.cpp (GGUF) or fuzz/fuzz_safetensors.cpp.
+# A time-boxed libFuzzer run of one reader: fuzz/fuzz_reader.cpp (GGUF) or fuzz/fuzz_safetensors.cpp
+# (safetensors files and indexes, SentencePiece tokenizer.model).
 #   scripts/run-fuzz.sh FUZZER SECONDS
 # Seeds: what the fuzzer's own seed mode writes (GGUFKIT_FUZZ_WRITE_SEEDS); for the GGUF reader also
 # the sample model, small valid copies of it and of every corpus model, and the first 64 KiB of each

@@ -7,8 +7,8 @@
 //     use the GPT-2 BPE path (Qwen2Model.set_vocab, no tokenizer.model); everything else is
 //     treated as LlamaModel.set_vocab;
 //   - LlamaModel: tokenizer_config.json's add_prefix_space (when set) first; then
-//     _set_vocab_sentencepiece needs tokenizer.model (not read here: a directory that has one is
-//     refused, see below), then _set_vocab_llama_hf (LlamaHfVocab) when tokenizer.json's model is
+//     _set_vocab_sentencepiece when there is a tokenizer.model (sentencepiece_vocab), then
+//     _set_vocab_llama_hf (LlamaHfVocab) when tokenizer.json's model is
 //     BPE with byte_fallback and a Sequence decoder (llama 2 as tokenizer.json represents it),
 //     else the GPT-2 BPE path (_set_vocab_gpt2, llama 3).
 //
