@@ -981,6 +981,33 @@ Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out) {
   return {};
 }
 
+// A key set as gguf-py's writer sets it: in place when it is there, else at the end.
+void set_key(TokenizerMetadata& out, std::string_view key, MetadataValue value) {
+  for (auto& [k, v] : out.keys) {
+    if (k == key) {
+      v = std::move(value);
+      return;
+    }
+  }
+  out.keys.emplace_back(std::string(key), std::move(value));
+}
+
+// LlamaModel.set_vocab's rules by config.json's vocab_size, after the vocabulary: CodeLlama's
+// (32016) fill-in-the-middle ids prefix 32007, suffix 32008, middle 32009, eot 32010 (a key
+// already written stays); Granite's small models (49152) add no BOS (the key set in place).
+void llama_vocab_size_rules(const Inputs& in, TokenizerMetadata& out) {
+  const json* size = in.model_config ? member(*in.model_config, "vocab_size") : nullptr;
+  const uint64_t vocab_size = size != nullptr && size->is_number_unsigned() ? size->get<uint64_t>() : 32000;
+  if (vocab_size == 32016) {
+    for (const auto& [type, id] : {std::pair{"prefix", 32007u}, {"suffix", 32008u}, {"middle", 32009u}, {"eot", 32010u}}) {
+      const std::string key = fmt::format("tokenizer.ggml.{}_token_id", type);
+      const bool named = std::any_of(out.keys.begin(), out.keys.end(), [&](const auto& kv) { return kv.first == key; });
+      if (!named) set_key(out, key, MetadataValue::of(uint32_t{id}));
+    }
+  }
+  if (vocab_size == 49152) set_key(out, "tokenizer.ggml.add_bos_token", MetadataValue::of(false));
+}
+
 // tokenizer.json's checks, when its vocabulary is the one converted: an object whose model is BPE.
 Expected<void> check_tokenizer_json(const Inputs& in, bool present) {
   const fs::path file = in.dir / "tokenizer.json";
@@ -1054,11 +1081,12 @@ Expected<TokenizerMetadata> convert(const fs::path& dir) {
   }
   if (has_sentencepiece) {
     if (auto ok = sentencepiece_vocab(in, out); !ok) return std::move(ok).error();
-    return out;
+  } else {
+    if (auto ok = check_tokenizer_json(in, has_tokenizer_json); !ok) return std::move(ok).error();
+    auto ok = is_llama_hf_vocab(in.tokenizer) ? llama_hf_vocab(in, out) : gpt2_vocab(in, out);
+    if (!ok) return std::move(ok).error();
   }
-  if (auto ok = check_tokenizer_json(in, has_tokenizer_json); !ok) return std::move(ok).error();
-  auto ok = is_llama_hf_vocab(in.tokenizer) ? llama_hf_vocab(in, out) : gpt2_vocab(in, out);
-  if (!ok) return std::move(ok).error();
+  llama_vocab_size_rules(in, out);
   return out;
 }
 

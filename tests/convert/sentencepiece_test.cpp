@@ -54,8 +54,8 @@ TEST(SentencePieceReader, ReadsPiecesScoresTypesAndTheDummyPrefix) {
 // Each malformation: the error's code, offset and message.
 TEST(SentencePieceReader, MalformedModelsAreRefusedWithTheOffset) {
   const auto refused = [](const std::vector<uint8_t>& raw) {
-    std::vector<std::byte> b(raw.size());
-    std::memcpy(b.data(), raw.data(), raw.size());
+    std::vector<std::byte> b;
+    for (const uint8_t c : raw) b.push_back(static_cast<std::byte>(c));
     const auto r = parse_sentencepiece_model(b);
     EXPECT_FALSE(r);
     return r ? Error{} : r.error();
@@ -156,6 +156,37 @@ TEST_F(SentencePieceVocab, PiecesPaddingAddedTokensAndSpecialVocab) {
             (std::vector<float>{0.0f, 0.0f, 0.0f, -1.0f, 0.0f, -3.0f, 0.0f, -4.0f, -10000.0f, -10000.0f}));
   EXPECT_EQ(numbers_of<int32_t>(find_key(*meta, "tokenizer.ggml.token_type")->view()),
             (std::vector<int32_t>{2, 3, 3, 1, 6, 1, 5, 1, 5, 5}));
+}
+
+// LlamaModel.set_vocab's rules by vocab_size: CodeLlama's fill-in-the-middle ids after the
+// special vocabulary; Granite's small models without BOS (the key replaced where it was).
+TEST_F(SentencePieceVocab, CodeLlamaAndGraniteVocabularySizeRules) {
+  Proto model;
+  model.piece("<unk>", 0.0f, 2).piece("<s>", 0.0f, 3).piece("</s>", 0.0f, 3).piece("a", -1.0f, 0);
+  write_model(model);
+  write_text(dir_ / "tokenizer_config.json", R"({"add_bos_token": true, "add_eos_token": false})");
+  write_text(dir_ / "config.json", R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 32016, "bos_token_id": 1})");
+  auto meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  EXPECT_EQ(key_names(*meta), (std::vector<std::string>{
+                                  "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
+                                  "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
+                                  "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
+                                  "tokenizer.ggml.prefix_token_id", "tokenizer.ggml.suffix_token_id",
+                                  "tokenizer.ggml.middle_token_id", "tokenizer.ggml.eot_token_id"}));
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view()).size(), 32016u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.prefix_token_id")->view().get<uint32_t>(), 32007u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.suffix_token_id")->view().get<uint32_t>(), 32008u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.middle_token_id")->view().get<uint32_t>(), 32009u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eot_token_id")->view().get<uint32_t>(), 32010u);
+  write_text(dir_ / "config.json", R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 49152, "bos_token_id": 1})");
+  meta = convert_hf_tokenizer(dir_);
+  ASSERT_TRUE(meta) << meta.error().describe();
+  EXPECT_EQ(key_names(*meta), (std::vector<std::string>{"tokenizer.ggml.model", "tokenizer.ggml.pre",
+                                                        "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+                                                        "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
+                                                        "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"}));
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_bos_token")->view().get<bool>(), false);
 }
 
 // Refusals name the file: a broken tokenizer.model (the offset too), a vocab_size that is not a
