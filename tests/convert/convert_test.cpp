@@ -804,6 +804,15 @@ TEST(ConvertCli, ConvertsDryRunsAndRefuses) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->type, TensorType::F32);
   EXPECT_EQ(f->get("general.file_type")->get<uint32_t>(), 0u);
+  // --help names every checkpoint class the converter takes.
+  const auto help = test::run_gguf({"convert", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.err, "");
+  std::string classes = "Checkpoint classes (config.json's architectures[0]): ";
+  for (const std::string_view name : convert_supported_architectures()) classes += std::string(name) + ", ";
+  classes.replace(classes.size() - 2, 2, ".\n");
+  EXPECT_NE(help.out.find("\n" + classes), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("LlamaForCausalLM, MistralForCausalLM"), std::string::npos);
   // --no-sync (no fsync before the rename) writes the same bytes.
   const auto written = test::read_bytes(out);
   r = test::run_gguf({"convert", dir.string(), out, "--outtype", "f32", "--no-tokenizer", "-f", "--no-sync", "-q"});

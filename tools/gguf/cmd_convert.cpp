@@ -128,6 +128,8 @@ Runner register_convert(CLI::App& app) {
   add_force_flag(*cmd, args->force);
   add_no_sync_flag(*cmd, args->no_sync);
   add_progress_flags(*cmd);
+  cmd->footer(fmt::format("Checkpoint classes (config.json's architectures[0]): {}.",
+                          fmt::join(ggufkit::convert_supported_architectures(), ", ")));
   cmd->add_option("model_dir", args->input, "Checkpoint directory: config.json, model.safetensors (or an index and "
                                              "shards), tokenizer.json")
       ->required();
