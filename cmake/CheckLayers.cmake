@@ -84,7 +84,7 @@ function(check_file file own)
 endfunction()
 
 foreach(layer IN LISTS LAYERS)
-  file(GLOB sources "${ROOT}/src/${layer}/*.cpp" "${ROOT}/src/${layer}/*.h" "${ROOT}/src/${layer}/*.inc")
+  file(GLOB_RECURSE sources "${ROOT}/src/${layer}/*.cpp" "${ROOT}/src/${layer}/*.h" "${ROOT}/src/${layer}/*.inc")
   foreach(f IN LISTS sources)
     check_file("${f}" ${layer})
   endforeach()

@@ -65,7 +65,8 @@ struct ConvertOptions : RunOptions {  // threads, cancel, progress, sync (thread
 enum class ConvertTransform : uint8_t {
   none,
   permute_rope,   // rows regrouped per head as LlamaModel.permute (Q and K of llama)
-  rope_freqs,     // generated: llama3 rope scaling factors, one per rotary dimension pair
+  generated,      // computed by the converter (llama 3's rope_freqs, Phi-3's rope factors)
+  norm_shift,     // 1 added to every value (Gemma's norms: HF computes x * (1 + w))
 };
 std::string_view convert_transform_name(ConvertTransform transform);
 

@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "convert/architectures.h"
+#include "convert/family.h"
 #include "convert/checkpoint_files.h"
 #include "convert/model_name.h"
 #include "ggufkit/conventions.h"
@@ -30,8 +30,14 @@
 
 namespace ggufkit {
 
-using convert_detail::ArchitectureSpec;
 using convert_detail::Dim;
+using convert_detail::Family;
+using convert_detail::FamilyInput;
+using convert_detail::HfConfig;
+using convert_detail::KeyWriter;
+using convert_detail::config_error;
+using convert_detail::dim_value;
+using convert_detail::tensor_error;
 using convert_detail::Presence;
 using convert_detail::TensorRule;
 using Json = nlohmann::json;  // (ggufkit::json is the library's JSON writer)
@@ -40,111 +46,6 @@ namespace {
 
 constexpr int64_t kValuesPerStep = int64_t{1} << 20;  // values converted at a time (4 MiB of floats)
 constexpr int64_t kValuesPerTask = int64_t{1} << 16;  // a thread's share of a step
-constexpr int64_t kMaxConfigValue = int64_t{1} << 31; // bound on sizes read from config.json
-constexpr std::string_view kConfigFile = "config.json";
-
-Error config_error(std::string key, std::string message) {
-  return make_error(ErrorCode::invalid_argument, std::nullopt, fmt::format("config.json: {}", key), std::move(message));
-}
-
-Error tensor_error(std::string_view name, std::string message) {
-  return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(name), std::move(message));
-}
-
-// config.json, read and checked.
-struct HfConfig {
-  Json root;
-  int64_t block_count = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, head_dim = 0, vocab = 0;
-  bool has_head_kv = false, has_head_dim = false;
-  Json rope;  // rope_parameters / rope_scaling, the full_attention part when split
-
-  // An optional positive integer key.
-  Expected<std::optional<int64_t>> optional_int(const Json& object, const std::string& key) const {
-    const auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return std::optional<int64_t>{};
-    if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() >= kMaxConfigValue) {
-      return config_error(key, fmt::format("expected a positive integer below 2^31, found {}", it->dump()));
-    }
-    return std::optional<int64_t>{it->get<int64_t>()};
-  }
-  Expected<int64_t> required_int(const std::string& key) const {
-    auto v = optional_int(root, key);
-    if (!v) return std::move(v).error();
-    if (!*v) return config_error(key, "missing");
-    return **v;
-  }
-  Expected<std::optional<double>> optional_number(const Json& object, const std::string& key) const {
-    const auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return std::optional<double>{};
-    if (!it->is_number()) return config_error(key, fmt::format("expected a number, found {}", it->dump()));
-    return std::optional<double>{it->get<double>()};
-  }
-};
-
-Expected<HfConfig> read_config(const std::filesystem::path& dir) {
-  const auto path = dir / kConfigFile;
-  auto text = convert_detail::read_checkpoint_text(dir, kConfigFile);
-  if (!text) return std::move(text).error();
-  if (!*text) return make_error(ErrorCode::io_error, std::nullopt, std::string(kConfigFile), fmt::format("cannot open {}", path.string()));
-  HfConfig c;
-  c.root = Json::parse(**text, nullptr, /*allow_exceptions=*/false);
-  if (c.root.is_discarded() || !c.root.is_object()) {
-    return make_error(ErrorCode::bad_header, std::nullopt, std::string(kConfigFile), "not a JSON object");
-  }
-  for (auto [field, key] : {std::pair{&c.block_count, "num_hidden_layers"}, {&c.n_embd, "hidden_size"},
-                            {&c.n_ff, "intermediate_size"}, {&c.n_head, "num_attention_heads"}, {&c.vocab, "vocab_size"}}) {
-    auto v = c.required_int(key);
-    if (!v) return std::move(v).error();
-    *field = *v;
-  }
-  auto kv = c.optional_int(c.root, "num_key_value_heads");
-  if (!kv) return std::move(kv).error();
-  c.has_head_kv = kv->has_value();
-  c.n_head_kv = kv->value_or(c.n_head);
-  if (c.n_head % c.n_head_kv != 0) {
-    return config_error("num_key_value_heads", fmt::format("{} does not divide num_attention_heads ({})", c.n_head_kv, c.n_head));
-  }
-  auto hd = c.optional_int(c.root, "head_dim");
-  if (!hd) return std::move(hd).error();
-  c.has_head_dim = hd->has_value();
-  if (c.has_head_dim) {
-    c.head_dim = **hd;
-  } else if (c.n_embd % c.n_head != 0) {
-    return config_error("num_attention_heads", fmt::format("{} does not divide hidden_size ({})", c.n_head, c.n_embd));
-  } else {
-    c.head_dim = c.n_embd / c.n_head;
-  }
-  // As ModelBase.__init__: rope_parameters, else rope_scaling; the full-attention part when split.
-  Json rope = c.root.value("rope_parameters", Json());
-  if (rope.is_null()) rope = c.root.value("rope_scaling", Json());
-  if (rope.is_null()) rope = Json::object();
-  if (!rope.is_object()) return config_error("rope_scaling", "expected an object");
-  if (rope.contains("full_attention")) {
-    rope = rope["full_attention"];
-    if (!rope.is_object()) return config_error("rope_parameters.full_attention", "expected an object");
-  } else {
-    for (const char* key : {"rope_theta", "original_max_position_embeddings"}) {
-      if (!rope.contains(key) && c.root.contains(key)) rope[key] = c.root[key];
-    }
-    if (!rope.contains("rope_type") && rope.contains("type")) rope["rope_type"] = rope["type"];
-  }
-  c.rope = std::move(rope);
-  return c;
-}
-
-int64_t dim_value(const HfConfig& c, Dim d) {
-  switch (d) {
-    case Dim::none: return 0;
-    case Dim::vocab: return c.vocab;
-    case Dim::embd: return c.n_embd;
-    case Dim::ff: return c.n_ff;
-    case Dim::q_out: return c.n_head * c.head_dim;
-    case Dim::kv_out: return c.n_head_kv * c.head_dim;
-    case Dim::head_dim: return c.head_dim;
-  }
-  return 0;
-}
-
 std::string shape_text(std::span<const int64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 bool dtype_readable(SafetensorsDtype d) {
@@ -185,33 +86,13 @@ void widen(SafetensorsDtype dtype, const std::byte* src, float* dst, int64_t cou
   }
 }
 
-// LlamaModel.generate_extra_tensors: llama3 rope scaling factors, in float32 as torch computes them.
-Expected<std::vector<float>> llama3_rope_factors(const HfConfig& c) {
-  double base = 10000.0, factor = 8.0, low = 1.0, high = 4.0, old_ctx = 8192.0;
-  for (auto [field, key] : {std::pair{&base, "rope_theta"}, {&factor, "factor"}, {&low, "low_freq_factor"},
-                            {&high, "high_freq_factor"}, {&old_ctx, "original_max_position_embeddings"}}) {
-    auto v = c.optional_number(c.rope, key);
-    if (!v) return std::move(v).error();
-    if (*v) *field = **v;
+// `+ 1` on a norm as torch computes it: in float32 for F32 and BF16 sources (the converter widens
+// BF16 first), in float16 for F16 ones (the sum rounded to half).
+void shift_norm(SafetensorsDtype dtype, float* values, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    values[i] += 1.0f;
+    if (dtype == SafetensorsDtype::F16) values[i] = format::fp16_to_fp32(format::fp32_to_fp16(values[i]));
   }
-  const auto dim = static_cast<float>(c.head_dim);
-  const auto base_f = static_cast<float>(base);
-  const auto low_wavelen = static_cast<float>(old_ctx / low);
-  const auto high_wavelen = static_cast<float>(old_ctx / high);
-  std::vector<float> factors;
-  for (int64_t i = 0; i < c.head_dim; i += 2) {
-    const float freq = 1.0f / std::pow(base_f, static_cast<float>(i) / dim);
-    const float wavelen = static_cast<float>(2 * M_PI) / freq;
-    if (wavelen < high_wavelen) {
-      factors.push_back(1.0f);
-    } else if (wavelen > low_wavelen) {
-      factors.push_back(static_cast<float>(factor));
-    } else {
-      const float smooth = (static_cast<float>(old_ctx) / wavelen - static_cast<float>(low)) / static_cast<float>(high - low);
-      factors.push_back(1.0f / ((1.0f - smooth) / static_cast<float>(factor) + smooth));
-    }
-  }
-  return factors;
 }
 
 // Rule lookup: a checkpoint name to its rule and layer.
@@ -220,8 +101,8 @@ struct RuleMatch {
   int64_t layer = -1;
 };
 
-std::optional<RuleMatch> match_rule(const ArchitectureSpec& spec, std::string_view name, int64_t block_count) {
-  for (const TensorRule& r : spec.global_tensors) {
+std::optional<RuleMatch> match_rule(const Family& family, std::string_view name, int64_t block_count) {
+  for (const TensorRule& r : family.global_tensors) {
     if (r.hf_name == name) return RuleMatch{&r, -1};
   }
   constexpr std::string_view prefix = "model.layers.";
@@ -236,7 +117,7 @@ std::optional<RuleMatch> match_rule(const ArchitectureSpec& spec, std::string_vi
   }
   if (layer >= block_count || (dot > 1 && name[0] == '0')) return std::nullopt;
   name.remove_prefix(dot + 1);
-  for (const TensorRule& r : spec.layer_tensors) {
+  for (const TensorRule& r : family.layer_tensors) {
     if (r.hf_name == name) return RuleMatch{&r, layer};
   }
   return std::nullopt;
@@ -266,69 +147,6 @@ TensorType choose_type(const ConvertTensorPlan& t, TensorType out_type, std::str
 
 void add_key(ConvertPlan& plan, std::string key, MetadataValue value) {
   plan.metadata.emplace_back(std::move(key), std::move(value));
-}
-
-Expected<void> add_model_keys(ConvertPlan& plan, const HfConfig& c, const ArchitectureSpec& spec) {
-  const std::string arch(spec.gguf_name);
-  auto key = [&](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
-  auto u32 = [](int64_t v) { return MetadataValue::of(static_cast<uint32_t>(v)); };
-  auto f32 = [](double v) { return MetadataValue::of(static_cast<float>(v)); };
-
-  add_key(plan, key("block_count"), u32(c.block_count));
-  auto ctx = c.optional_int(c.root, "max_position_embeddings");
-  if (!ctx) return std::move(ctx).error();
-  if (*ctx) add_key(plan, key("context_length"), u32(**ctx));
-  add_key(plan, key("embedding_length"), u32(c.n_embd));
-  add_key(plan, key("feed_forward_length"), u32(c.n_ff));
-  add_key(plan, key("attention.head_count"), u32(c.n_head));
-  if (c.has_head_kv) add_key(plan, key("attention.head_count_kv"), u32(c.n_head_kv));
-
-  // Rope scaling (TextModel.set_gguf_parameters); llama3 is a rope_freqs tensor instead.
-  if (c.rope.contains("rope_type") && c.rope["rope_type"].is_string()) {
-    std::string type = c.rope["rope_type"].get<std::string>();
-    auto factor = c.optional_number(c.rope, "factor");
-    if (!factor) return std::move(factor).error();
-    if ((type == "linear" || type == "yarn") && *factor) {
-      add_key(plan, key("rope.scaling.type"), MetadataValue::string(type));
-      add_key(plan, key("rope.scaling.factor"), f32(**factor));
-      if (type == "yarn") {
-        auto orig = c.optional_int(c.rope, "original_max_position_embeddings");
-        if (!orig) return std::move(orig).error();
-        if (!*orig) return config_error("rope_scaling.original_max_position_embeddings", "missing (yarn needs it)");
-        add_key(plan, key("rope.scaling.original_context_length"), u32(**orig));
-        const std::pair<const char*, const char*> yarn_keys[] = {
-            {"extrapolation_factor", "rope.scaling.yarn_ext_factor"},
-            {"attention_factor", "rope.scaling.yarn_attn_factor"},
-            {"beta_fast", "rope.scaling.yarn_beta_fast"},
-            {"beta_slow", "rope.scaling.yarn_beta_slow"}};
-        for (auto [hf, gguf] : yarn_keys) {
-          auto v = c.optional_number(c.rope, hf);
-          if (!v) return std::move(v).error();
-          if (!*v && std::string_view(hf) == "attention_factor") {
-            v = c.optional_number(c.rope, "attn_factor");
-            if (!v) return std::move(v).error();
-          }
-          if (*v) add_key(plan, key(gguf), f32(**v));
-        }
-      }
-    } else if (type == "su" || type == "longrope") {
-      add_key(plan, key("rope.scaling.type"), MetadataValue::string("longrope"));
-    }
-  }
-  auto theta = c.optional_number(c.rope, "rope_theta");
-  if (!theta) return std::move(theta).error();
-  if (*theta) add_key(plan, key("rope.freq_base"), f32(**theta));
-  auto eps = c.optional_number(c.root, "rms_norm_eps");
-  if (!eps) return std::move(eps).error();
-  if (*eps) add_key(plan, key("attention.layer_norm_rms_epsilon"), f32(**eps));
-  if (c.has_head_dim) {
-    add_key(plan, key("attention.key_length"), u32(c.head_dim));
-    add_key(plan, key("attention.value_length"), u32(c.head_dim));
-  }
-  add_key(plan, std::string(keys::kFileType), MetadataValue::of(plan.file_type));
-  if (spec.writes_vocab_size) add_key(plan, key("vocab_size"), u32(c.vocab));
-  if (spec.writes_rope_dimension_count) add_key(plan, key("rope.dimension_count"), u32(c.head_dim));
-  return {};
 }
 
 // generation_config.json's sampling defaults as general.sampling.* (gguf-py's Metadata.load and
@@ -422,54 +240,82 @@ std::vector<const SafetensorsTensor*> tensors_in_python_order(const SafetensorsM
   return out;
 }
 
-Expected<void> plan_tensors(ConvertPlan& plan, const HfConfig& c, const ArchitectureSpec& spec,
-                            const ConvertOptions& options) {
-  // llama3 rope scaling: the generated rope_freqs tensor comes first (generate_extra_tensors).
-  if (spec.llama3_rope_freqs && c.rope.contains("rope_type") && c.rope["rope_type"].is_string()) {
-    std::string type = c.rope["rope_type"].get<std::string>();
-    std::transform(type.begin(), type.end(), type.begin(), [](char ch) { return static_cast<char>(std::tolower(static_cast<unsigned char>(ch))); });
-    if (type == "llama3") {
-      auto factors = llama3_rope_factors(c);
-      if (!factors) return std::move(factors).error();
-      ConvertTensorPlan t;
-      t.gguf_name = "rope_freqs.weight";
-      t.shape = {static_cast<int64_t>(factors->size())};
-      t.transform = ConvertTransform::rope_freqs;
-      t.generated = std::move(*factors);
-      plan.tensors.push_back(std::move(t));
-    }
+// TextModel.filter_tensors: the tensors of a multimodal checkpoint's vision and audio parts.
+bool is_multimodal_tensor(std::string_view name) {
+  for (std::string_view prefix : {"mlp", "vit.", "vpm.", "siglip2.", "conformer.", "merger.", "resampler.", "sound_encoder.",
+                                  "sound_projection.", "speech_embeddings."}) {
+    if (name.starts_with(prefix)) return true;
+  }
+  for (std::string_view part : {"visual.", "vision.", "audio.", "talker.", "vision_", "audio_", "token2wav.", "code2wav.",
+                                "projector.", "pre_mm_projector_norm", "image_newline", "view_seperator", "patch_embed",
+                                "patch_embedding", "patch_merger.", "patch_merge_mlp.", "model.connector."}) {
+    if (name.find(part) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// The text model's tensors of a multimodal checkpoint under their plain names, as gguf-py's tensor
+// name map knows both (Gemma3ForConditionalGeneration: language_model.model.layers.0... or
+// model.language_model.layers.0...).
+std::string text_model_name(std::string_view name) {
+  for (auto [from, to] : {std::pair<std::string_view, std::string_view>{"model.language_model.", "model."},
+                          {"language_model.model.", "model."},
+                          {"language_model.lm_head.", "lm_head."}}) {
+    if (name.starts_with(from)) return std::string(to) + std::string(name.substr(from.size()));
+  }
+  return std::string(name);
+}
+
+Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, const Family& family, const ConvertOptions& options) {
+  const HfConfig& c = in.config;
+  // Generated tensors come first (generate_extra_tensors).
+  if (family.extra_tensors != nullptr) {
+    if (auto r = family.extra_tensors(in, plan.tensors); !r) return r;
+  }
+  std::optional<int64_t> embedding_rows;
+  if (family.embedding_rows != nullptr) {
+    auto rows = family.embedding_rows(in);
+    if (!rows) return std::move(rows).error();
+    embedding_rows = *rows;
   }
   std::map<std::string, bool> seen;  // gguf names planned
   for (const SafetensorsTensor* source : tensors_in_python_order(*plan.model)) {
-    const std::string& name = source->name;
-    if (name.ends_with(".attention.masked_bias") || name.ends_with(".attention.bias") || name.ends_with(".rotary_emb.inv_freq")) {
-      plan.skipped.push_back(name);
+    const std::string& original = source->name;
+    if (original.ends_with(".attention.masked_bias") || original.ends_with(".attention.bias") ||
+        original.ends_with(".rotary_emb.inv_freq") || is_multimodal_tensor(original) ||
+        std::find(family.dropped.begin(), family.dropped.end(), original) != family.dropped.end()) {
+      plan.skipped.push_back(original);
       continue;
     }
-    const auto match = match_rule(spec, name, c.block_count);
+    const std::string name = text_model_name(original);
+    const auto match = match_rule(family, name, c.block_count);
     if (!match) {
-      return tensor_error(name, fmt::format("not a tensor of {} that the converter knows (no GGUF name for it)", spec.hf_name));
+      return tensor_error(original, fmt::format("not a tensor of {} that the converter knows (no GGUF name for it)", plan.hf_architecture));
     }
     const TensorRule& rule = *match->rule;
     if (!dtype_readable(source->dtype)) {
-      return tensor_error(name, fmt::format("dtype {} is not supported (F32, F16, BF16, F64, integers, BOOL)",
-                                            safetensors_dtype_name(source->dtype)));
+      const std::string_view dtype = safetensors_dtype_name(source->dtype);
+      return tensor_error(original, fmt::format("dtype {} is not supported{} (F32, F16, BF16, F64, integers, BOOL)", dtype,
+                                                dtype.starts_with("F8") ? ": an FP8 checkpoint; convert its BF16 or F16 release" : ""));
     }
     std::vector<int64_t> expected{dim_value(c, rule.rows)};
     if (rule.cols != Dim::none) expected.push_back(dim_value(c, rule.cols));
     if (source->shape != expected) {
-      return tensor_error(name, fmt::format("shape {} does not match config.json's {}", shape_text(source->shape),
-                                            shape_text(expected)));
+      return tensor_error(original, fmt::format("shape {} does not match config.json's {}", shape_text(source->shape),
+                                                shape_text(expected)));
     }
     ConvertTensorPlan t;
-    t.hf_name = name;
+    t.hf_name = original;
     t.gguf_name = gguf_name_of(*match);
     t.shape.assign(expected.rbegin(), expected.rend());
+    if (embedding_rows && t.gguf_name == "token_embd.weight" && *embedding_rows < t.shape[1]) {
+      t.shape[1] = *embedding_rows;  // the first rows: the real vocabulary (Gemma3Model.modify_tensors)
+    }
     t.source = source;
     t.transform = rule.transform;
     if (t.transform == ConvertTransform::permute_rope) {
       t.permute_heads = rule.kv_heads ? c.n_head_kv : c.n_head;
-      if (c.head_dim % 2 != 0) return tensor_error(name, fmt::format("head_dim {} is odd: the rows cannot be permuted", c.head_dim));
+      if (c.head_dim % 2 != 0) return tensor_error(original, fmt::format("head_dim {} is odd: the rows cannot be permuted", c.head_dim));
     }
     seen[t.gguf_name] = true;
     plan.tensors.push_back(std::move(t));
@@ -486,11 +332,11 @@ Expected<void> plan_tensors(ConvertPlan& plan, const HfConfig& c, const Architec
     }
     return {};
   };
-  for (const TensorRule& r : spec.global_tensors) {
+  for (const TensorRule& r : family.global_tensors) {
     if (auto e = check(r, -1); !e) return e;
   }
   for (int64_t layer = 0; layer < c.block_count; ++layer) {
-    for (const TensorRule& r : spec.layer_tensors) {
+    for (const TensorRule& r : family.layer_tensors) {
       if (auto e = check(r, layer); !e) return e;
     }
   }
@@ -554,7 +400,7 @@ class TensorStream {
   // The checkpoint's own element type when the output keeps it (F32 -> F32, F16 -> F16,
   // BF16 -> BF16): the rows are copied, not widened and narrowed.
   static bool keeps_source_type(const ConvertTensorPlan& t) {
-    if (t.source == nullptr || t.transform == ConvertTransform::rope_freqs) return false;
+    if (t.source == nullptr || t.transform == ConvertTransform::generated || t.transform == ConvertTransform::norm_shift) return false;
     switch (t.source->dtype) {
       case SafetensorsDtype::F32: return t.type == TensorType::F32;
       case SafetensorsDtype::F16: return t.type == TensorType::F16;
@@ -611,7 +457,7 @@ class TensorStream {
       for (int64_t r = begin; r < end; ++r) {
         float* dst = floats_.data() + r * ne0;
         const int64_t from = source_row(t, first + r);
-        if (t.transform == ConvertTransform::rope_freqs) {
+        if (t.transform == ConvertTransform::generated) {
           std::memcpy(dst, t.generated.data() + from * ne0, static_cast<size_t>(ne0) * 4);
           continue;
         }
@@ -623,6 +469,7 @@ class TensorStream {
         } else {
           widen(t.source->dtype, src, dst, ne0);
         }
+        if (t.transform == ConvertTransform::norm_shift) shift_norm(t.source->dtype, dst, ne0);
       }
       if (float_output) {
         const std::span<const float> values(floats_.data() + begin * ne0, static_cast<size_t>((end - begin) * ne0));
@@ -660,14 +507,15 @@ std::string_view convert_transform_name(ConvertTransform transform) {
   switch (transform) {
     case ConvertTransform::none: return "none";
     case ConvertTransform::permute_rope: return "permute_rope";
-    case ConvertTransform::rope_freqs: return "rope_freqs";
+    case ConvertTransform::generated: return "generated";
+    case ConvertTransform::norm_shift: return "norm_shift";
   }
   return "unknown";
 }
 
 std::vector<std::string_view> convert_supported_architectures() {
   std::vector<std::string_view> names;
-  for (const ArchitectureSpec& spec : convert_detail::architectures()) names.push_back(spec.hf_name);
+  for (const Family* family : convert_detail::families()) names.insert(names.end(), family->hf_classes.begin(), family->hf_classes.end());
   return names;
 }
 
@@ -684,41 +532,44 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
     return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                       fmt::format("cannot convert to {}", type_name(options.out_type)));
   }
-  auto config = read_config(model_dir);
-  if (!config) return std::move(config).error();
-  const Json& archs = config->root.value("architectures", Json::array());
-  if (!archs.is_array() || archs.empty() || !archs[0].is_string()) {
-    return config_error("architectures", "missing: the model's class (LlamaForCausalLM...) is not named");
-  }
-  const std::string hf_arch = archs[0].get<std::string>();
-  const ArchitectureSpec* spec = convert_detail::find_architecture(hf_arch);
-  if (spec == nullptr) {
-    return config_error("architectures", fmt::format("{} is not supported (supported: {})", hf_arch,
+  // The class first: it decides the family, whose defaults complete config.json.
+  auto hf_class = convert_detail::read_hf_class(model_dir);
+  if (!hf_class) return std::move(hf_class).error();
+  const Family* family = convert_detail::find_family(*hf_class);
+  if (family == nullptr) {
+    return config_error("architectures", fmt::format("{} is not supported (supported: {})", *hf_class,
                                                      fmt::join(convert_supported_architectures(), ", ")));
   }
+  auto config = convert_detail::read_config(model_dir, family->config_defaults);
+  if (!config) return std::move(config).error();
   ConvertPlan plan;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
     if (entry.path().extension() != ".gguf") plan.inputs.push_back(entry.path());
   }
-  plan.hf_architecture = hf_arch;
-  plan.architecture = std::string(spec->gguf_name);
+  plan.hf_architecture = *hf_class;
+  plan.architecture = std::string(family->gguf_name);
   plan.file_type = *convert_file_type(options.out_type);
   auto model = SafetensorsModel::open(model_dir);
   if (!model) return std::move(model).error();
   plan.model = std::make_shared<const SafetensorsModel>(std::move(*model));
-  if (auto r = plan_tensors(plan, *config, *spec, options); !r) return std::move(r).error();
+  const FamilyInput in{*config, model_dir, plan.file_type};
+  if (auto r = plan_tensors(plan, in, *family, options); !r) return std::move(r).error();
   add_general_keys(plan, *config, model_dir);
-  if (auto r = add_model_keys(plan, *config, *spec); !r) return std::move(r).error();
+  KeyWriter writer(plan.metadata, plan.architecture);
+  if (auto r = family->keys(in, writer); !r) return std::move(r).error();
   add_key(plan, std::string(keys::kQuantizationVersion), MetadataValue::of(kQuantizationVersionCurrent));
   if (options.tokenizer) {
-    auto tokenizer = convert_hf_tokenizer(model_dir);
+    auto tokenizer = convert_hf_tokenizer(model_dir, family->tokenizer);
+    if (tokenizer && family->after_vocab != nullptr) {
+      if (auto r = family->after_vocab(in, *tokenizer); !r) return std::move(r).error();
+    }
     if (!tokenizer) {
       Error e = std::move(tokenizer).error();
       e.message = fmt::format("tokenizer: {} (a model without a vocabulary does not load in llama.cpp)", e.message);
       return e;
     }
-    for (auto& [key, value] : tokenizer->keys) add_key(plan, std::move(key), std::move(value));
+    for (auto& [key, value] : tokenizer->keys) writer.set(std::move(key), std::move(value));
   }
   return plan;
 }

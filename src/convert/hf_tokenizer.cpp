@@ -981,16 +981,6 @@ Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out) {
   return {};
 }
 
-// A key set as gguf-py's writer sets it: in place when it is there, else at the end.
-void set_key(TokenizerMetadata& out, std::string_view key, MetadataValue value) {
-  for (auto& [k, v] : out.keys) {
-    if (k == key) {
-      v = std::move(value);
-      return;
-    }
-  }
-  out.keys.emplace_back(std::string(key), std::move(value));
-}
 
 // LlamaModel.set_vocab's rules by config.json's vocab_size, after the vocabulary: CodeLlama's
 // (32016) fill-in-the-middle ids prefix 32007, suffix 32008, middle 32009, eot 32010 (a key
@@ -1002,10 +992,10 @@ void llama_vocab_size_rules(const Inputs& in, TokenizerMetadata& out) {
     for (const auto& [type, id] : {std::pair{"prefix", 32007u}, {"suffix", 32008u}, {"middle", 32009u}, {"eot", 32010u}}) {
       const std::string key = fmt::format("tokenizer.ggml.{}_token_id", type);
       const bool named = std::any_of(out.keys.begin(), out.keys.end(), [&](const auto& kv) { return kv.first == key; });
-      if (!named) set_key(out, key, MetadataValue::of(uint32_t{id}));
+      if (!named) set_tokenizer_key(out, key, MetadataValue::of(uint32_t{id}));
     }
   }
-  if (vocab_size == 49152) set_key(out, "tokenizer.ggml.add_bos_token", MetadataValue::of(false));
+  if (vocab_size == 49152) set_tokenizer_key(out, "tokenizer.ggml.add_bos_token", MetadataValue::of(false));
 }
 
 // tokenizer.json's checks, when its vocabulary is the one converted: an object whose model is BPE.
@@ -1024,7 +1014,7 @@ Expected<void> check_tokenizer_json(const Inputs& in, bool present) {
   return {};
 }
 
-Expected<TokenizerMetadata> convert(const fs::path& dir) {
+Expected<TokenizerMetadata> convert(const fs::path& dir, TokenizerRecipe recipe) {
   Inputs in;
   in.dir = dir;
   auto tokenizer = load_tokenizer_json(dir / "tokenizer.json");
@@ -1064,12 +1054,23 @@ Expected<TokenizerMetadata> convert(const fs::path& dir) {
       architecture = (*list)[0].get<std::string>();
     }
   }
-  const bool qwen = architecture.rfind("Qwen2", 0) == 0 || architecture.rfind("Qwen3", 0) == 0;
+  if (recipe == TokenizerRecipe::automatic) {
+    const bool qwen = architecture.rfind("Qwen2", 0) == 0 || architecture.rfind("Qwen3", 0) == 0;
+    recipe = qwen ? TokenizerRecipe::gpt2 : TokenizerRecipe::llama;
+  }
+  if (recipe == TokenizerRecipe::sentencepiece_or_gpt2) {
+    recipe = has_sentencepiece ? TokenizerRecipe::sentencepiece : TokenizerRecipe::gpt2;
+  }
 
   TokenizerMetadata out;
-  if (qwen) {  // Qwen2Model.set_vocab: the GPT-2 path only
+  if (recipe == TokenizerRecipe::gpt2) {  // _set_vocab_gpt2 (Qwen2Model.set_vocab): the GPT-2 path only
     if (auto ok = check_tokenizer_json(in, has_tokenizer_json); !ok) return std::move(ok).error();
     if (auto ok = gpt2_vocab(in, out); !ok) return std::move(ok).error();
+    return out;
+  }
+  if (recipe == TokenizerRecipe::sentencepiece) {  // _set_vocab_sentencepiece: tokenizer.model only
+    if (!has_sentencepiece) return tokenizer_error(ErrorCode::io_error, dir / "tokenizer.model", "not found in " + dir.string());
+    if (auto ok = sentencepiece_vocab(in, out); !ok) return std::move(ok).error();
     return out;
   }
   // LlamaModel.set_vocab: add_prefix_space, then tokenizer.model (SentencePiece) before
@@ -1092,9 +1093,19 @@ Expected<TokenizerMetadata> convert(const fs::path& dir) {
 
 }  // namespace
 
-Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir) {
+void set_tokenizer_key(TokenizerMetadata& metadata, std::string_view key, MetadataValue value) {
+  for (auto& [k, v] : metadata.keys) {
+    if (k == key) {
+      v = std::move(value);
+      return;
+    }
+  }
+  metadata.keys.emplace_back(std::string(key), std::move(value));
+}
+
+Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, TokenizerRecipe recipe) {
   try {
-    return convert(model_dir);
+    return convert(model_dir, recipe);
   } catch (const std::exception& e) {
     // A backstop: the code above checks types before reading values, so this is a bug or
     // an allocation failure, reported as an error rather than thrown at the caller.

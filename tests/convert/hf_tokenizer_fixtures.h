@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -69,6 +71,22 @@ inline constexpr const char* kLlama2Config =
     R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "bos_token_id": 1, "eos_token_id": 2})";
 inline constexpr const char* kQwen3Config =
     R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936, "bos_token_id": 151643, "eos_token_id": 151645})";
+
+// llama.cpp's tokenization (tests/convert/llama_tokenize.mjs) of the texts in `texts_json` with the
+// vocabulary of `gguf`: the run, and when it succeeded its result line ({"bos", "tokens"}).
+struct LlamaTokenized {
+  NodeRun run;
+  nlohmann::json result;
+};
+inline LlamaTokenized llama_tokenize(const fs::path& gguf, const fs::path& texts_json) {
+  LlamaTokenized t{run_node_script("convert/llama_tokenize.mjs", {gguf.string(), texts_json.string()}), {}};
+  if (t.run.status == 0) {
+    // The result is the last line (llama.cpp may log to stderr before it).
+    const size_t line = t.run.out.rfind("\n{");
+    t.result = nlohmann::json::parse(t.run.out.substr(line == std::string::npos ? 0 : line + 1));
+  }
+  return t;
+}
 
 // The converted keys: one by name, their names in order, an array's strings or numbers.
 inline const MetadataValue* find_key(const TokenizerMetadata& meta, std::string_view key) {

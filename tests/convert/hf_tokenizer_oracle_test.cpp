@@ -71,12 +71,10 @@ void expect_llama_cpp_tokenizes_like_corpus(const std::string& package, const st
   ASSERT_GT(tests.texts.size(), 10u);
   write_text(dir / "texts.json", nlohmann::json(tests.texts).dump());
 
-  const test::NodeRun run = test::run_node_script("convert/llama_tokenize.mjs", {gguf.string(), (dir / "texts.json").string()});
-  if (run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported: " << run.out;
-  ASSERT_EQ(run.status, 0) << run.out;
-  // The result is the last line (llama.cpp may log to stderr before it).
-  const size_t line = run.out.rfind("\n{");
-  const auto result = nlohmann::json::parse(run.out.substr(line == std::string::npos ? 0 : line + 1));
+  const auto tokenized = test::hf::llama_tokenize(gguf, (dir / "texts.json"));
+  if (tokenized.run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported: " << tokenized.run.out;
+  ASSERT_EQ(tokenized.run.status, 0) << tokenized.run.out;
+  const nlohmann::json& result = tokenized.result;
   const auto& tokens = result.at("tokens");
   ASSERT_EQ(tokens.size(), tests.texts.size());
   for (size_t i = 0; i < tests.texts.size(); ++i) {

@@ -181,11 +181,10 @@ TEST_P(SentencePieceLlamaCpp, LlamaCppTokenizesAsSpmEncode) {
   }
   ASSERT_EQ(want.size(), texts.size());
 
-  const test::NodeRun run = test::run_node_script("convert/llama_tokenize.mjs", {gguf.string(), (dir_ / "texts.json").string()});
-  if (run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported: " << run.out;
-  ASSERT_EQ(run.status, 0) << run.out;
-  const size_t line = run.out.rfind("\n{");
-  const auto result = nlohmann::json::parse(run.out.substr(line == std::string::npos ? 0 : line + 1));
+  const auto tokenized = test::hf::llama_tokenize(gguf, (dir_ / "texts.json"));
+  if (tokenized.run.status == 3) GTEST_SKIP() << "skipped: node-llama-cpp cannot be imported: " << tokenized.run.out;
+  ASSERT_EQ(tokenized.run.status, 0) << tokenized.run.out;
+  const nlohmann::json& result = tokenized.result;
   const auto& tokens = result.at("tokens");
   ASSERT_EQ(tokens.size(), texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {

@@ -1,0 +1,30 @@
+// The families gguf convert knows, in the order `gguf convert --help` lists them. Each is defined in
+// families/<name>.cpp; adding one is a file there, a line here and its name in CMakeLists.txt.
+#include "convert/family.h"
+
+#include <array>
+
+namespace ggufkit::convert_detail {
+
+extern const Family kLlamaFamily;
+extern const Family kQwen2Family;
+extern const Family kQwen3Family;
+
+namespace {
+
+const std::array<const Family*, 3> kFamilies = {&kLlamaFamily, &kQwen2Family, &kQwen3Family};
+
+}  // namespace
+
+std::span<const Family* const> families() { return kFamilies; }
+
+const Family* find_family(std::string_view hf_class) {
+  for (const Family* family : kFamilies) {
+    for (std::string_view name : family->hf_classes) {
+      if (name == hf_class) return family;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace ggufkit::convert_detail

@@ -1,0 +1,48 @@
+// The llama family (conversion/llama.py's LlamaModel): LlamaForCausalLM, MistralForCausalLM.
+// Q and K rows permuted for llama.cpp's adjacent-pair rope (LlamaModel.permute), llama 3 rope
+// scaling as a rope_freqs tensor, the vocabulary size and rope dimension count written.
+#include "convert/family.h"
+
+namespace ggufkit::convert_detail {
+namespace {
+
+constexpr TensorRule kLayer[] = {
+    {"input_layernorm.weight", "attn_norm.weight", Dim::embd, Dim::none},
+    {"self_attn.q_proj.weight", "attn_q.weight", Dim::q_out, Dim::embd, Presence::required, ConvertTransform::permute_rope},
+    {"self_attn.k_proj.weight", "attn_k.weight", Dim::kv_out, Dim::embd, Presence::required, ConvertTransform::permute_rope, true},
+    {"self_attn.v_proj.weight", "attn_v.weight", Dim::kv_out, Dim::embd},
+    {"self_attn.o_proj.weight", "attn_output.weight", Dim::embd, Dim::q_out},
+    // attention_bias: true checkpoints; permuted like their weights (LlamaModel.modify_tensors).
+    {"self_attn.q_proj.bias", "attn_q.bias", Dim::q_out, Dim::none, Presence::optional, ConvertTransform::permute_rope},
+    {"self_attn.k_proj.bias", "attn_k.bias", Dim::kv_out, Dim::none, Presence::optional, ConvertTransform::permute_rope, true},
+    {"self_attn.v_proj.bias", "attn_v.bias", Dim::kv_out, Dim::none, Presence::optional},
+    {"self_attn.o_proj.bias", "attn_output.bias", Dim::embd, Dim::none, Presence::optional},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", Dim::embd, Dim::none},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", Dim::ff, Dim::embd},
+    {"mlp.up_proj.weight", "ffn_up.weight", Dim::ff, Dim::embd},
+    {"mlp.down_proj.weight", "ffn_down.weight", Dim::embd, Dim::ff},
+};
+
+// LlamaModel.set_gguf_parameters: TextModel's, then the vocabulary size and the rope dimensions.
+Expected<void> keys(const FamilyInput& in, KeyWriter& w) {
+  if (auto r = text_model_keys(in, w); !r) return r;
+  w.u32("vocab_size", in.config.vocab);
+  w.u32("rope.dimension_count", in.config.head_dim);
+  return {};
+}
+
+constexpr std::string_view kClasses[] = {"LlamaForCausalLM", "MistralForCausalLM"};
+
+}  // namespace
+
+extern const Family kLlamaFamily{
+    .gguf_name = "llama",
+    .hf_classes = kClasses,
+    .global_tensors = kDecoderGlobals,
+    .layer_tensors = kLayer,
+    .keys = keys,
+    .tokenizer = TokenizerRecipe::llama,
+    .extra_tensors = llama3_rope_freqs,
+};
+
+}  // namespace ggufkit::convert_detail

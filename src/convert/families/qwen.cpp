@@ -1,0 +1,62 @@
+// The Qwen family (conversion/qwen.py's Qwen2Model, Qwen3Model): Qwen2ForCausalLM (biases on q, k
+// and v) and Qwen3ForCausalLM (per-head q and k norms). NEOX rope in llama.cpp: no permutation.
+// The GPT-2 BPE tokenizer path only.
+#include "convert/family.h"
+
+namespace ggufkit::convert_detail {
+namespace {
+
+constexpr TensorRule kQwen2Layer[] = {
+    {"input_layernorm.weight", "attn_norm.weight", Dim::embd, Dim::none},
+    {"self_attn.q_proj.weight", "attn_q.weight", Dim::q_out, Dim::embd},
+    {"self_attn.q_proj.bias", "attn_q.bias", Dim::q_out, Dim::none},
+    {"self_attn.k_proj.weight", "attn_k.weight", Dim::kv_out, Dim::embd},
+    {"self_attn.k_proj.bias", "attn_k.bias", Dim::kv_out, Dim::none},
+    {"self_attn.v_proj.weight", "attn_v.weight", Dim::kv_out, Dim::embd},
+    {"self_attn.v_proj.bias", "attn_v.bias", Dim::kv_out, Dim::none},
+    {"self_attn.o_proj.weight", "attn_output.weight", Dim::embd, Dim::q_out},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", Dim::embd, Dim::none},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", Dim::ff, Dim::embd},
+    {"mlp.up_proj.weight", "ffn_up.weight", Dim::ff, Dim::embd},
+    {"mlp.down_proj.weight", "ffn_down.weight", Dim::embd, Dim::ff},
+};
+
+constexpr TensorRule kQwen3Layer[] = {
+    {"input_layernorm.weight", "attn_norm.weight", Dim::embd, Dim::none},
+    {"self_attn.q_proj.weight", "attn_q.weight", Dim::q_out, Dim::embd},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight", Dim::head_dim, Dim::none},
+    {"self_attn.k_proj.weight", "attn_k.weight", Dim::kv_out, Dim::embd},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight", Dim::head_dim, Dim::none},
+    {"self_attn.v_proj.weight", "attn_v.weight", Dim::kv_out, Dim::embd},
+    {"self_attn.o_proj.weight", "attn_output.weight", Dim::embd, Dim::q_out},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", Dim::embd, Dim::none},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", Dim::ff, Dim::embd},
+    {"mlp.up_proj.weight", "ffn_up.weight", Dim::ff, Dim::embd},
+    {"mlp.down_proj.weight", "ffn_down.weight", Dim::embd, Dim::ff},
+};
+
+constexpr std::string_view kQwen2Classes[] = {"Qwen2ForCausalLM"};
+constexpr std::string_view kQwen3Classes[] = {"Qwen3ForCausalLM"};
+
+}  // namespace
+
+// Qwen2Model.set_gguf_parameters is TextModel's (and a pooling type for embedding models only).
+extern const Family kQwen2Family{
+    .gguf_name = "qwen2",
+    .hf_classes = kQwen2Classes,
+    .global_tensors = kDecoderGlobals,
+    .layer_tensors = kQwen2Layer,
+    .keys = text_model_keys,
+    .tokenizer = TokenizerRecipe::gpt2,
+};
+
+extern const Family kQwen3Family{
+    .gguf_name = "qwen3",
+    .hf_classes = kQwen3Classes,
+    .global_tensors = kDecoderGlobals,
+    .layer_tensors = kQwen3Layer,
+    .keys = text_model_keys,
+    .tokenizer = TokenizerRecipe::gpt2,
+};
+
+}  // namespace ggufkit::convert_detail

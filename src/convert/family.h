@@ -1,0 +1,168 @@
+// A model family of gguf convert: everything one Hugging Face architecture class needs, in one
+// place, as llama.cpp's conversion/ package has one module per family. A family is
+//   - its tensor table (TensorRule: the checkpoint name, the GGUF name, the shape from config.json,
+//     the transform from the shared set below),
+//   - its keys (a function in the role of the Python class's set_gguf_parameters, built from the
+//     shared text_model_keys, TextModel.set_gguf_parameters),
+//   - its tokenizer path (TokenizerRecipe, the class's set_vocab) and what it adds after it,
+//   - its generated tensors (llama 3's rope_freqs, Phi-3's rope factors) and its config defaults.
+// The families are listed in families.cpp; each lives in families/<name>.cpp. docs/library.md
+// ("A converter architecture") says how to add one.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ggufkit/convert.h"
+#include "ggufkit/hf_tokenizer.h"
+
+namespace ggufkit::convert_detail {
+
+using Json = nlohmann::json;  // (ggufkit::json is the library's JSON writer)
+
+// Bound on sizes read from config.json.
+inline constexpr int64_t kMaxConfigValue = int64_t{1} << 31;
+
+Error config_error(std::string key, std::string message);
+Error tensor_error(std::string_view name, std::string message);
+
+// config.json as the Python converter's hparams: text_config's keys merged at the root
+// (TextModel.__init__), the sizes every family needs read and checked, rope parameters gathered
+// as TextModel.__init__ gathers them.
+struct HfConfig {
+  Json root;
+  int64_t block_count = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, head_dim = 0, vocab = 0;
+  bool has_head_kv = false, has_head_dim = false;
+  Json rope;            // rope_parameters / rope_scaling with rope_theta, ... mirrored in (TextModel.__init__)
+  Json rope_full;       // rope["full_attention"] when split, else rope
+  std::optional<double> local_rope_theta;  // rope["sliding_attention"]["rope_theta"]
+
+  // An optional positive integer key, of `object` or the root.
+  Expected<std::optional<int64_t>> optional_int(const Json& object, const std::string& key) const;
+  Expected<std::optional<int64_t>> optional_int(const std::string& key) const { return optional_int(root, key); }
+  Expected<int64_t> required_int(const std::string& key) const;
+  Expected<std::optional<double>> optional_number(const Json& object, const std::string& key) const;
+  Expected<std::optional<double>> optional_number(const std::string& key) const { return optional_number(root, key); }
+  // The first of `keys` present (ModelBase.find_hparam with optional=True).
+  const Json* find(std::initializer_list<std::string_view> keys) const;
+  bool is_false(const std::string& key) const;  // present and false
+};
+
+// A size the family gives when config.json does not (Gemma 3's num_attention_heads = 8, ...).
+struct ConfigDefault {
+  std::string_view key;
+  int64_t value;
+};
+// config.json's architectures[0]: the class that picks the family.
+Expected<std::string> read_hf_class(const std::filesystem::path& dir);
+Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigDefault> defaults = {});
+
+// A dimension of an expected shape, from config.json.
+enum class Dim : uint8_t {
+  none,       // no dimension (1-D tensors have one)
+  vocab,      // vocab_size
+  embd,       // hidden_size
+  ff,         // intermediate_size
+  ff2,        // 2 * intermediate_size (a fused gate_up_proj)
+  q_out,      // num_attention_heads * head_dim
+  kv_out,     // num_key_value_heads * head_dim
+  qkv_out,    // q_out + 2 * kv_out (a fused qkv_proj)
+  head_dim,   // head_dim, or hidden_size / num_attention_heads
+};
+int64_t dim_value(const HfConfig& c, Dim d);
+
+enum class Presence : uint8_t {
+  required,
+  optional,   // converted when present (llama's attention biases)
+  output,     // lm_head: absent when the embeddings are tied
+};
+
+// One checkpoint tensor: its HF name (per layer: after "model.layers.N."), its GGUF name (per
+// layer: after "blk.N."), its HF shape (outermost first) and what happens to it.
+struct TensorRule {
+  std::string_view hf_name;
+  std::string_view gguf_name;
+  Dim rows;
+  Dim cols;                   // Dim::none for 1-D tensors
+  Presence presence = Presence::required;
+  ConvertTransform transform = ConvertTransform::none;
+  bool kv_heads = false;      // permute_rope groups the rows by the KV heads (K), not the heads (Q)
+};
+
+// Metadata keys as gguf-py's GGUFWriter adds them: a key added again is replaced where it stands.
+class KeyWriter {
+ public:
+  KeyWriter(std::vector<std::pair<std::string, MetadataValue>>& keys, std::string arch)
+      : keys_(keys), arch_(std::move(arch)) {}
+  void set(std::string key, MetadataValue value);
+  // "{arch}.suffix"
+  std::string arch_key(std::string_view suffix) const;
+  void u32(std::string_view suffix, int64_t v) { set(arch_key(suffix), MetadataValue::of(static_cast<uint32_t>(v))); }
+  void f32(std::string_view suffix, double v) { set(arch_key(suffix), MetadataValue::of(static_cast<float>(v))); }
+  void boolean(std::string_view suffix, bool v) { set(arch_key(suffix), MetadataValue::of(v)); }
+  void string(std::string_view suffix, std::string v) { set(arch_key(suffix), MetadataValue::string(std::move(v))); }
+  const std::string& arch() const { return arch_; }
+
+ private:
+  std::vector<std::pair<std::string, MetadataValue>>& keys_;
+  std::string arch_;
+};
+
+// What a family's functions see.
+struct FamilyInput {
+  const HfConfig& config;
+  const std::filesystem::path& dir;
+  uint32_t file_type;                // general.file_type
+};
+
+using KeysFunction = Expected<void> (*)(const FamilyInput&, KeyWriter&);
+using ExtraTensorsFunction = Expected<void> (*)(const FamilyInput&, std::vector<ConvertTensorPlan>&);
+using VocabRowsFunction = Expected<std::optional<int64_t>> (*)(const FamilyInput&);
+using AfterVocabFunction = Expected<void> (*)(const FamilyInput&, TokenizerMetadata&);
+
+struct Family {
+  std::string_view gguf_name;                    // general.architecture, and the prefix of its keys
+  std::span<const std::string_view> hf_classes;  // config.json architectures[0] values it takes
+  std::span<const TensorRule> global_tensors;
+  std::span<const TensorRule> layer_tensors;
+  KeysFunction keys;                             // set_gguf_parameters
+  TokenizerRecipe tokenizer = TokenizerRecipe::llama;
+  AfterVocabFunction after_vocab = nullptr;      // what set_vocab adds after the vocabulary
+  ExtraTensorsFunction extra_tensors = nullptr;  // generate_extra_tensors: written first
+  std::span<const ConfigDefault> config_defaults = {};
+  // Checkpoint tensors the family drops (GemmaModel.filter_tensors drops lm_head.weight).
+  std::span<const std::string_view> dropped = {};
+  // Rows token_embd keeps when the family truncates it to the real vocabulary (Gemma 3).
+  VocabRowsFunction embedding_rows = nullptr;
+};
+
+std::span<const Family* const> families();
+const Family* find_family(std::string_view hf_class);
+
+// ---- shared pieces the families build from ----
+
+// TextModel.set_gguf_parameters: block_count, context_length, embedding_length,
+// feed_forward_length, head_count, head_count_kv, causal attention, rope scaling, rope base (and
+// the sliding-window one), rms eps, layer norm eps, key/value length, general.file_type.
+Expected<void> text_model_keys(const FamilyInput& in, KeyWriter& w);
+// LlamaModel.generate_extra_tensors: the rope_freqs tensor of llama 3 rope scaling.
+Expected<void> llama3_rope_freqs(const FamilyInput& in, std::vector<ConvertTensorPlan>& out);
+// A generated F32 tensor of `values`, shape {values.size()} (or `shape` when given).
+ConvertTensorPlan generated_tensor(std::string gguf_name, std::vector<float> values);
+
+// The decoder tensors every family has outside its blocks.
+inline constexpr TensorRule kDecoderGlobals[] = {
+    {"model.embed_tokens.weight", "token_embd.weight", Dim::vocab, Dim::embd},
+    {"model.norm.weight", "output_norm.weight", Dim::embd, Dim::none},
+    {"lm_head.weight", "output.weight", Dim::vocab, Dim::embd, Presence::output},
+};
+
+}  // namespace ggufkit::convert_detail

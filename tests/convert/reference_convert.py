@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Runs llama.cpp's own Hugging Face converter (convert_hf_to_gguf.py, its conversion/ package and
+gguf-py) on a checkpoint, as the reference `gguf convert` is compared with.
+
+    python3 reference_convert.py LLAMA_CPP_DIR CHECKPOINT_DIR OUT.gguf --outtype f32|f16|bf16|q8_0
+                                 [--no-vocab] [--verbose]
+
+Only Debian 12 packages are needed: python3-torch (1.13), python3-numpy, python3-yaml (a
+dependency of python3-torch) and, for a tokenizer.model, python3-sentencepiece. Debian packages
+neither `transformers` nor `safetensors` nor `tokenizers`, so a small stand-in for the one part of
+`transformers` the converter always uses (AutoConfig) is installed first; safetensors files are read
+by gguf-py itself. torch 1.13 lacks the float8 dtypes the converter names in its tables; they get
+placeholders no real tensor ever has (a checkpoint with float8 tensors is refused).
+
+--no-vocab makes the model class's set_vocab a no-op: no tokenizer.* keys are written. Checkpoints
+whose tokenizer needs AutoTokenizer (a BPE tokenizer.json) convert only with it.
+
+The converter runs in this process through its own main(), with the options given here and
+--outfile OUT.gguf. Exit status: 0 written; 1 the converter failed (one line on stderr); 2 usage;
+3 a Debian package the converter needs is missing (one line on stderr naming it).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import os
+import sys
+import types
+from pathlib import Path
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+# Module -> the Debian 12 package that provides it.
+PACKAGES = {"numpy": "python3-numpy", "yaml": "python3-yaml", "torch": "python3-torch",
+            "sentencepiece": "python3-sentencepiece"}
+
+
+def fail(status: int, message: str) -> None:
+    print(f"reference_convert: {message}", file=sys.stderr)
+    sys.exit(status)
+
+
+def require(module: str) -> None:
+    try:
+        __import__(module)
+    except ImportError:
+        # The Debian packages are importable only by Debian's python; another python3 (a pyenv
+        # one first on PATH) hands over to it.
+        if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.access(DEBIAN_PYTHON, os.X_OK) \
+                and not os.environ.get("REFERENCE_CONVERT_REEXEC"):
+            os.environ["REFERENCE_CONVERT_REEXEC"] = "1"
+            os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
+        fail(3, f"Python module '{module}' is missing: apt-get install {PACKAGES[module]} "
+                f"(and run with {DEBIAN_PYTHON})")
+
+
+class _Config:
+    """What the converter uses of a transformers PretrainedConfig: attributes and to_dict()."""
+
+    def __init__(self, values: dict):
+        self.__dict__["_values"] = values
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def to_dict(self) -> dict:
+        return json.loads(json.dumps(self._values))
+
+
+class _AutoConfig:
+    @staticmethod
+    def from_pretrained(path, **_kwargs) -> _Config:
+        # The converter falls back to reading config.json itself when this raises.
+        with open(Path(path) / "config.json", encoding="utf-8") as f:
+            return _Config(json.load(f))
+
+
+class _AutoTokenizer:
+    @staticmethod
+    def from_pretrained(*_args, **_kwargs):
+        raise ImportError("this tokenizer needs Hugging Face transformers' AutoTokenizer, which Debian 12 does "
+                          "not package (convert with --no-vocab)")
+
+
+def install_shims() -> None:
+    transformers = types.ModuleType("transformers")
+    transformers.__doc__ = "reference_convert.py's stand-in: AutoConfig reads config.json; nothing else"
+    transformers.AutoConfig = _AutoConfig
+    transformers.AutoTokenizer = _AutoTokenizer
+    sys.modules["transformers"] = transformers
+
+    import torch
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        if not hasattr(torch, name):
+            # Only dictionary keys and values and `dtype in (...)` tests use these: a distinct
+            # object that equals no real dtype.
+            setattr(torch, name, type(f"missing_torch_{name}", (), {"__repr__": lambda self, n=name: f"<torch.{n} (absent from torch {torch.__version__})>"})())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("llama_cpp_dir", type=Path)
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--outtype", choices=["f32", "f16", "bf16", "q8_0"], required=True)
+    parser.add_argument("--no-vocab", action="store_true", help="write no tokenizer.* keys")
+    parser.add_argument("--verbose", action="store_true", help="show the converter's log")
+    args = parser.parse_args()
+
+    for module in ("numpy", "yaml", "torch"):
+        require(module)
+    if not args.no_vocab and (args.checkpoint / "tokenizer.model").is_file():
+        require("sentencepiece")
+
+    llama_cpp = args.llama_cpp_dir.resolve()
+    if not (llama_cpp / "convert_hf_to_gguf.py").is_file() or not (llama_cpp / "conversion").is_dir() \
+            or not (llama_cpp / "gguf-py" / "gguf").is_dir():
+        fail(3, f"{llama_cpp} has no convert_hf_to_gguf.py, conversion/ and gguf-py/ (scripts/install-oracle.sh)")
+    if not args.checkpoint.is_dir():
+        fail(1, f"{args.checkpoint} is not a directory")
+
+    install_shims()
+    sys.path.insert(0, str(llama_cpp / "gguf-py"))
+    sys.path.insert(0, str(llama_cpp))
+    os.environ.pop("NO_LOCAL_GGUF", None)
+
+    # The converter's log (and its progress bar) go to a buffer, shown only with --verbose; a
+    # failure prints its last line.
+    log = io.StringIO()
+    handler = logging.StreamHandler(sys.stderr if args.verbose else log)
+    logging.basicConfig(level=logging.INFO, handlers=[handler])  # main()'s own basicConfig is then a no-op
+
+    import warnings
+    warnings.simplefilter("ignore")  # torch 1.13: "The given NumPy array is not writable" for mmapped data
+
+    try:
+        with contextlib.redirect_stderr(sys.stderr if args.verbose else log):
+            import convert_hf_to_gguf as converter
+            if args.no_vocab:
+                get_model_class = converter.get_model_class
+
+                def without_vocab(*a, **kw):
+                    cls = get_model_class(*a, **kw)
+                    cls.set_vocab = lambda self: None  # this process converts one model
+                    return cls
+
+                converter.get_model_class = without_vocab
+            sys.argv = ["convert_hf_to_gguf.py", str(args.checkpoint), "--outfile", str(args.output),
+                        "--outtype", args.outtype]
+            converter.main()
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            lines = [line for line in log.getvalue().splitlines() if line.strip()]
+            fail(1, lines[-1] if lines else f"the converter exited with status {e.code}")
+    except Exception as e:  # noqa: BLE001 - any converter failure is one line
+        if isinstance(e, ModuleNotFoundError) and e.name in PACKAGES:
+            fail(3, f"Python module '{e.name}' is missing: apt-get install {PACKAGES[e.name]}")
+        message = str(e).strip().splitlines()
+        fail(1, f"{type(e).__name__}: {message[0] if message else ''}")
+    if not args.output.is_file():
+        fail(1, f"the converter wrote no {args.output}")
+
+
+if __name__ == "__main__":
+    main()
