@@ -14,7 +14,10 @@ test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-c
                # gguf-py's scripts as test oracles (gguf_hash.py, gguf_convert_endian.py); hash benchmark references
                python3 python3-numpy python3-tqdm git openssl xxhash
                # SentencePiece itself: spm_train, spm_encode, spm_export_vocab (gguf convert's tokenizer.model tests)
-               sentencepiece)
+               sentencepiece
+               # llama.cpp's convert_hf_to_gguf.py as gguf convert's oracle (tests/convert/reference_convert.py);
+               # about 610 MB installed, most of it torch
+               python3-torch python3-sentencepiece)
 case "$set_name" in
   build) packages=("${build_packages[@]}") ;;
   test)

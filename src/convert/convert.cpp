@@ -195,7 +195,8 @@ void add_sampling_keys(ConvertPlan& plan, const std::filesystem::path& dir) {
   }
 }
 
-// general.name and friends (Metadata.load's heuristics on _name_or_path, then the directory name).
+// general.name and friends (Metadata.load's heuristics on _name_or_path, then the directory name),
+// after general.architecture (GGUFWriter's first key) and what tensor preparation wrote.
 void add_general_keys(ConvertPlan& plan, const HfConfig& c, const std::filesystem::path& dir) {
   const auto total = static_cast<int64_t>(plan.parameter_count);
   ModelNameParts meta;
@@ -217,7 +218,6 @@ void add_general_keys(ConvertPlan& plan, const HfConfig& c, const std::filesyste
   if (!meta.name) meta.name = dir_name;
   if (!meta.size_label && total > 0) meta.size_label = model_size_label(plan.parameter_count);
 
-  add_key(plan, std::string(keys::kArchitecture), MetadataValue::string(plan.architecture));
   add_key(plan, "general.type", MetadataValue::string("model"));
   add_sampling_keys(plan, dir);
   add_key(plan, std::string(keys::kName), MetadataValue::string(*meta.name));
@@ -266,11 +266,12 @@ std::string text_model_name(std::string_view name) {
   return std::string(name);
 }
 
-Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, const Family& family, const ConvertOptions& options) {
+Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter& keys, const Family& family,
+                            const ConvertOptions& options) {
   const HfConfig& c = in.config;
   // Generated tensors come first (generate_extra_tensors).
   if (family.extra_tensors != nullptr) {
-    if (auto r = family.extra_tensors(in, plan.tensors); !r) return r;
+    if (auto r = family.extra_tensors(in, keys, plan.tensors); !r) return r;
   }
   std::optional<int64_t> embedding_rows;
   if (family.embedding_rows != nullptr) {
@@ -554,16 +555,16 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
   if (!model) return std::move(model).error();
   plan.model = std::make_shared<const SafetensorsModel>(std::move(*model));
   const FamilyInput in{*config, model_dir, plan.file_type};
-  if (auto r = plan_tensors(plan, in, *family, options); !r) return std::move(r).error();
-  add_general_keys(plan, *config, model_dir);
+  // The order of gguf-py's writer: general.architecture when it is made, what prepare_tensors
+  // adds (Phi-3's rope attention factor), the general.* metadata, set_gguf_parameters.
   KeyWriter writer(plan.metadata, plan.architecture);
+  writer.set(std::string(keys::kArchitecture), MetadataValue::string(plan.architecture));
+  if (auto r = plan_tensors(plan, in, writer, *family, options); !r) return std::move(r).error();
+  add_general_keys(plan, *config, model_dir);
   if (auto r = family->keys(in, writer); !r) return std::move(r).error();
   add_key(plan, std::string(keys::kQuantizationVersion), MetadataValue::of(kQuantizationVersionCurrent));
   if (options.tokenizer) {
     auto tokenizer = convert_hf_tokenizer(model_dir, family->tokenizer);
-    if (tokenizer && family->after_vocab != nullptr) {
-      if (auto r = family->after_vocab(in, *tokenizer); !r) return std::move(r).error();
-    }
     if (!tokenizer) {
       Error e = std::move(tokenizer).error();
       e.message = fmt::format("tokenizer: {} (a model without a vocabulary does not load in llama.cpp)", e.message);

@@ -9,10 +9,18 @@ namespace ggufkit::convert_detail {
 extern const Family kLlamaFamily;
 extern const Family kQwen2Family;
 extern const Family kQwen3Family;
+extern const Family kGemmaFamily;
+extern const Family kGemma2Family;
+extern const Family kGemma3Family;
+extern const Family kPhi3Family;
+extern const Family kSmolLM3Family;
+extern const Family kGraniteFamily;
+extern const Family kOlmo2Family;
 
 namespace {
 
-const std::array<const Family*, 3> kFamilies = {&kLlamaFamily, &kQwen2Family, &kQwen3Family};
+const std::array kFamilies = {&kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily, &kGemma2Family, &kGemma3Family,
+                              &kPhi3Family, &kSmolLM3Family, &kGraniteFamily, &kOlmo2Family};
 
 }  // namespace
 

@@ -88,7 +88,8 @@ Expected<std::string> read_hf_class(const std::filesystem::path& dir) {
   return archs[0].get<std::string>();
 }
 
-Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigDefault> defaults) {
+Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigDefault> defaults,
+                               bool kv_heads_default_to_heads) {
   auto root = read_config_json(dir);
   if (!root) return std::move(root).error();
   HfConfig c;
@@ -98,44 +99,36 @@ Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const
     const Json text_config = *it;
     for (const auto& [key, value] : text_config.items()) c.root[key] = value;
   }
-  // The sizes: config.json's, else the family's default (for the shapes; no key is written from it).
-  auto size = [&](const char* key) -> Expected<int64_t> {
-    auto v = c.optional_int(key);
-    if (!v) return std::move(v).error();
-    if (*v) return **v;
-    for (const ConfigDefault& d : defaults) {
-      if (d.key == key) return d.value;
+  // The config class's defaults, as AutoConfig.to_dict() has them.
+  for (const ConfigDefault& d : defaults) {
+    const std::string key(d.key);
+    if (const auto it = c.root.find(key); it == c.root.end() || it->is_null()) {
+      c.root[key] = d.integer ? Json(static_cast<int64_t>(d.value)) : Json(d.value);
     }
-    return config_error(key, "missing");
-  };
+  }
   for (auto [field, key] : {std::pair{&c.block_count, "num_hidden_layers"}, {&c.n_embd, "hidden_size"},
                             {&c.n_ff, "intermediate_size"}, {&c.n_head, "num_attention_heads"}, {&c.vocab, "vocab_size"}}) {
-    auto v = size(key);
+    auto v = c.required_int(key);
     if (!v) return std::move(v).error();
     *field = *v;
+  }
+  if (kv_heads_default_to_heads) {
+    if (const auto it = c.root.find("num_key_value_heads"); it == c.root.end() || it->is_null()) {
+      c.root["num_key_value_heads"] = c.n_head;
+    }
   }
   auto kv = c.optional_int("num_key_value_heads");
   if (!kv) return std::move(kv).error();
   c.has_head_kv = kv->has_value();
-  if (c.has_head_kv) {
-    c.n_head_kv = **kv;
-  } else {
-    c.n_head_kv = c.n_head;
-    for (const ConfigDefault& d : defaults) {
-      if (d.key == "num_key_value_heads") c.n_head_kv = d.value;
-    }
-  }
+  c.n_head_kv = kv->value_or(c.n_head);
   if (c.n_head % c.n_head_kv != 0) {
     return config_error("num_key_value_heads", fmt::format("{} does not divide num_attention_heads ({})", c.n_head_kv, c.n_head));
   }
   auto hd = c.optional_int("head_dim");
   if (!hd) return std::move(hd).error();
   c.has_head_dim = hd->has_value();
-  const auto default_head_dim = std::find_if(defaults.begin(), defaults.end(), [](const ConfigDefault& d) { return d.key == "head_dim"; });
   if (c.has_head_dim) {
     c.head_dim = **hd;
-  } else if (default_head_dim != defaults.end()) {
-    c.head_dim = default_head_dim->value;
   } else if (c.n_embd % c.n_head != 0) {
     return config_error("num_attention_heads", fmt::format("{} does not divide hidden_size ({})", c.n_head, c.n_embd));
   } else {
@@ -309,7 +302,14 @@ ConvertTensorPlan generated_tensor(std::string gguf_name, std::vector<float> val
   return t;
 }
 
-Expected<void> llama3_rope_freqs(const FamilyInput& in, std::vector<ConvertTensorPlan>& out) {
+Expected<void> llama_model_keys(const FamilyInput& in, KeyWriter& w) {
+  if (auto r = text_model_keys(in, w); !r) return r;
+  w.u32("vocab_size", in.config.vocab);
+  w.u32("rope.dimension_count", in.config.head_dim);
+  return {};
+}
+
+Expected<void> llama3_rope_freqs(const FamilyInput& in, KeyWriter&, std::vector<ConvertTensorPlan>& out) {
   const HfConfig& c = in.config;
   const auto it = c.rope_full.find("rope_type");
   if (it == c.rope_full.end() || !it->is_string()) return {};

@@ -4,7 +4,7 @@
 //     the transform from the shared set below),
 //   - its keys (a function in the role of the Python class's set_gguf_parameters, built from the
 //     shared text_model_keys, TextModel.set_gguf_parameters),
-//   - its tokenizer path (TokenizerRecipe, the class's set_vocab) and what it adds after it,
+//   - its tokenizer path (TokenizerOptions: the class's set_vocab),
 //   - its generated tensors (llama 3's rope_freqs, Phi-3's rope factors) and its config defaults.
 // The families are listed in families.cpp; each lives in families/<name>.cpp. docs/library.md
 // ("A converter architecture") says how to add one.
@@ -56,14 +56,18 @@ struct HfConfig {
   bool is_false(const std::string& key) const;  // present and false
 };
 
-// A size the family gives when config.json does not (Gemma 3's num_attention_heads = 8, ...).
+// A value transformers' config class gives a key config.json leaves out (AutoConfig.to_dict(),
+// which the Python converter reads, has every key of the class): Gemma3TextConfig's, for the
+// text_config of a Gemma3ForConditionalGeneration that lists only what differs from them.
 struct ConfigDefault {
   std::string_view key;
-  int64_t value;
+  double value;
+  bool integer = true;
 };
 // config.json's architectures[0]: the class that picks the family.
 Expected<std::string> read_hf_class(const std::filesystem::path& dir);
-Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigDefault> defaults = {});
+Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigDefault> defaults = {},
+                               bool kv_heads_default_to_heads = false);
 
 // A dimension of an expected shape, from config.json.
 enum class Dim : uint8_t {
@@ -124,9 +128,9 @@ struct FamilyInput {
 };
 
 using KeysFunction = Expected<void> (*)(const FamilyInput&, KeyWriter&);
-using ExtraTensorsFunction = Expected<void> (*)(const FamilyInput&, std::vector<ConvertTensorPlan>&);
+// Generated tensors; a key it writes comes right after general.architecture.
+using ExtraTensorsFunction = Expected<void> (*)(const FamilyInput&, KeyWriter&, std::vector<ConvertTensorPlan>&);
 using VocabRowsFunction = Expected<std::optional<int64_t>> (*)(const FamilyInput&);
-using AfterVocabFunction = Expected<void> (*)(const FamilyInput&, TokenizerMetadata&);
 
 struct Family {
   std::string_view gguf_name;                    // general.architecture, and the prefix of its keys
@@ -134,14 +138,16 @@ struct Family {
   std::span<const TensorRule> global_tensors;
   std::span<const TensorRule> layer_tensors;
   KeysFunction keys;                             // set_gguf_parameters
-  TokenizerRecipe tokenizer = TokenizerRecipe::llama;
-  AfterVocabFunction after_vocab = nullptr;      // what set_vocab adds after the vocabulary
+  TokenizerOptions tokenizer = {.recipe = TokenizerRecipe::llama};  // set_vocab
   ExtraTensorsFunction extra_tensors = nullptr;  // generate_extra_tensors: written first
   std::span<const ConfigDefault> config_defaults = {};
   // Checkpoint tensors the family drops (GemmaModel.filter_tensors drops lm_head.weight).
   std::span<const std::string_view> dropped = {};
   // Rows token_embd keeps when the family truncates it to the real vocabulary (Gemma 3).
   VocabRowsFunction embedding_rows = nullptr;
+  // The config class sets num_key_value_heads to num_attention_heads when config.json has none
+  // (LlamaConfig and most others: AutoConfig.to_dict() then has it).
+  bool kv_heads_default_to_heads = false;
 };
 
 std::span<const Family* const> families();
@@ -154,9 +160,15 @@ const Family* find_family(std::string_view hf_class);
 // the sliding-window one), rms eps, layer norm eps, key/value length, general.file_type.
 Expected<void> text_model_keys(const FamilyInput& in, KeyWriter& w);
 // LlamaModel.generate_extra_tensors: the rope_freqs tensor of llama 3 rope scaling.
-Expected<void> llama3_rope_freqs(const FamilyInput& in, std::vector<ConvertTensorPlan>& out);
+Expected<void> llama3_rope_freqs(const FamilyInput& in, KeyWriter& keys, std::vector<ConvertTensorPlan>& out);
+// LlamaModel.set_gguf_parameters: TextModel's, then the vocabulary size and the rope dimensions.
+Expected<void> llama_model_keys(const FamilyInput& in, KeyWriter& w);
 // A generated F32 tensor of `values`, shape {values.size()} (or `shape` when given).
 ConvertTensorPlan generated_tensor(std::string gguf_name, std::vector<float> values);
+
+// LlamaModel's block (families/llama.cpp): q and k permuted for llama.cpp's adjacent-pair rope;
+// Granite and SmolLM3 are LlamaModel subclasses with the same block.
+std::span<const TensorRule> llama_block();
 
 // The decoder tensors every family has outside its blocks.
 inline constexpr TensorRule kDecoderGlobals[] = {

@@ -488,9 +488,11 @@ Expected<SpecialVocab> load_special_vocab(const fs::path& dir, const json& token
                                           const std::optional<simdjson::dom::element>& merges,
                                           const std::optional<json>& config_file,
                                           const std::optional<json>& model_config, bool with_merges,
-                                          std::optional<uint64_t> n_vocab) {
+                                          std::optional<uint64_t> n_vocab,
+                                          std::optional<std::vector<std::string>> types = std::nullopt) {
   SpecialVocab sv;
   sv.n_vocab = n_vocab;
+  if (types) sv.special_token_types = std::move(*types);
   const fs::path tokenizer_file = dir / "tokenizer.json";
   const fs::path config_path = dir / "tokenizer_config.json";
   if (with_merges) {
@@ -549,9 +551,10 @@ Expected<SpecialVocab> load_special_vocab(const fs::path& dir, const json& token
   return sv;
 }
 
-// SpecialVocab.add_to_gguf
+// SpecialVocab.add_to_gguf: keys set as gguf-py's writer sets them (a second SpecialVocab replaces
+// what the first wrote, where it stands).
 void add_special_vocab(TokenizerMetadata& out, const SpecialVocab& sv) {
-  if (!sv.merges.empty()) out.keys.emplace_back("tokenizer.ggml.merges", MetadataValue::string_array(sv.merges));
+  if (!sv.merges.empty()) set_tokenizer_key(out, "tokenizer.ggml.merges", MetadataValue::string_array(sv.merges));
   static const std::map<std::string, std::string, std::less<>> id_keys{
       {"bos", "tokenizer.ggml.bos_token_id"},       {"eos", "tokenizer.ggml.eos_token_id"},
       {"unk", "tokenizer.ggml.unknown_token_id"},   {"sep", "tokenizer.ggml.seperator_token_id"},
@@ -559,16 +562,16 @@ void add_special_vocab(TokenizerMetadata& out, const SpecialVocab& sv) {
       {"eot", "tokenizer.ggml.eot_token_id"},       {"eom", "tokenizer.ggml.eom_token_id"},
   };
   for (const auto& [type, id] : sv.special_token_ids.items()) {
-    if (const auto it = id_keys.find(type); it != id_keys.end()) out.keys.emplace_back(it->second, MetadataValue::of(id));
+    if (const auto it = id_keys.find(type); it != id_keys.end()) set_tokenizer_key(out, it->second, MetadataValue::of(id));
   }
   for (const auto& [type, add] : sv.add_special_token.items()) {
     if (type == "bos" || type == "eos" || type == "sep") {
-      out.keys.emplace_back("tokenizer.ggml.add_" + type + "_token", MetadataValue::of(add));
+      set_tokenizer_key(out, "tokenizer.ggml.add_" + type + "_token", MetadataValue::of(add));
     }
   }
   if (sv.chat_template) {
     if (sv.chat_template->is_string()) {
-      out.keys.emplace_back("tokenizer.chat_template", MetadataValue::string(sv.chat_template->get<std::string>()));
+      set_tokenizer_key(out, "tokenizer.chat_template", MetadataValue::string(sv.chat_template->get<std::string>()));
     } else {
       // GGUFWriter.add_chat_template with named templates; names reduced to [A-Za-z0-9_].
       std::optional<std::string> default_template;
@@ -585,18 +588,18 @@ void add_special_vocab(TokenizerMetadata& out, const SpecialVocab& sv) {
           default_template = *templ;
         } else {
           if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-          out.keys.emplace_back("tokenizer.chat_template." + name, MetadataValue::string(*templ));
+          set_tokenizer_key(out, "tokenizer.chat_template." + name, MetadataValue::string(*templ));
         }
       }
-      if (!names.empty()) out.keys.emplace_back("tokenizer.chat_templates", MetadataValue::string_array(names));
-      if (default_template) out.keys.emplace_back("tokenizer.chat_template", MetadataValue::string(*default_template));
+      if (!names.empty()) set_tokenizer_key(out, "tokenizer.chat_templates", MetadataValue::string_array(names));
+      if (default_template) set_tokenizer_key(out, "tokenizer.chat_template", MetadataValue::string(*default_template));
     }
   }
   if (sv.normalizer_lowercase) {
-    out.keys.emplace_back("tokenizer.ggml.normalizer.lowercase", MetadataValue::of(*sv.normalizer_lowercase));
+    set_tokenizer_key(out, "tokenizer.ggml.normalizer.lowercase", MetadataValue::of(*sv.normalizer_lowercase));
   }
   if (sv.normalizer_strip_accents) {
-    out.keys.emplace_back("tokenizer.ggml.normalizer.strip_accents", MetadataValue::of(*sv.normalizer_strip_accents));
+    set_tokenizer_key(out, "tokenizer.ggml.normalizer.strip_accents", MetadataValue::of(*sv.normalizer_strip_accents));
   }
 }
 
@@ -899,7 +902,15 @@ std::optional<uint64_t> token_id_of_key(std::string_view key) {
 // (scores, types; a USER_DEFINED piece becomes NORMAL), padded with [PAD{i}] to config.json's
 // vocabulary size, then added_tokens.json's tokens and tokenizer_config.json's
 // added_tokens_decoder over them (score -1000); ids past the vocabulary are ignored as there.
-Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out) {
+// The two variants of the SentencePiece vocabulary: TextModel's, and Phi3MiniModel.set_vocab's
+// (config.json's vocab_size only; pieces past it, and added_tokens_decoder ids past it, refused
+// where Python fails on them; added_tokens_decoder's texts as they are, CONTROL only when
+// "special"; then tokenizer.json's added_tokens the same way).
+enum class SentencePieceVariant { text_model, phi3 };
+
+Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out,
+                                   SentencePieceVariant variant = SentencePieceVariant::text_model) {
+  const bool phi3 = variant == SentencePieceVariant::phi3;
   const fs::path file = in.dir / "tokenizer.model";
   auto bytes = convert_detail::read_checkpoint_text(in.dir, "tokenizer.model");
   if (!bytes) return std::move(bytes).error();
@@ -907,9 +918,13 @@ Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out) {
   const std::string& raw = **bytes;
   auto model = parse_sentencepiece_model(std::as_bytes(std::span(raw.data(), raw.size())));
   if (!model) return with_file(std::move(model).error(), "tokenizer.model");
-  auto configured = config_vocab_size(in, {"vocab_size_per_layer_input", "vocab_size"});
+  auto configured = phi3 ? config_vocab_size(in, {"vocab_size"}) : config_vocab_size(in, {"vocab_size_per_layer_input", "vocab_size"});
   if (!configured) return std::move(configured).error();
   const uint64_t vocab_size = configured->value_or(model->pieces.size());
+  if (phi3 && model->pieces.size() > vocab_size) {
+    return tokenizer_error(ErrorCode::bad_header, file, fmt::format("{} pieces, more than config.json's vocab_size {}",
+                                                                    model->pieces.size(), vocab_size));
+  }
 
   std::vector<std::string> tokens;
   std::vector<float> scores(vocab_size, -10000.0f);
@@ -956,9 +971,15 @@ Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out) {
           return tokenizer_error(ErrorCode::bad_header, config_file,
                                  fmt::format("added_tokens_decoder[{}] needs an integer id and a string content", json(key).dump()));
         }
-        if (*id >= vocab_size) continue;
+        if (*id >= vocab_size) {
+          if (!phi3) continue;
+          return tokenizer_error(ErrorCode::bad_header, config_file,
+                                 fmt::format("added_tokens_decoder id {} is past the vocabulary ({})", *id, vocab_size));
+        }
         std::string token = *content;
-        if (truthy(member(data, "special")) || looks_special(token)) {
+        if (phi3) {
+          types[*id] = truthy(member(data, "special")) ? kControl : kUserDefined;
+        } else if (truthy(member(data, "special")) || looks_special(token)) {
           types[*id] = kControl;
         } else {
           token = replace_all(std::move(token), kSentencePieceSpace, " ");  // pre-normalize user-defined spaces
@@ -967,6 +988,25 @@ Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out) {
         scores[*id] = -1000.0f;
         tokens[*id] = std::move(token);
       }
+    }
+  }
+  if (phi3) {  // tokenizer.json's added_tokens, the same way again
+    const fs::path tokenizer_file = in.dir / "tokenizer.json";
+    const json* added_tokens = member(in.tokenizer, "added_tokens");
+    for (const json& entry : added_tokens != nullptr && added_tokens->is_array() ? *added_tokens : json::array()) {
+      const json* id_value = member(entry, "id");
+      const std::optional<uint64_t> id = id_value != nullptr ? token_id_of_value(*id_value) : std::nullopt;
+      const std::optional<std::string> content = string_member(entry, "content");
+      if (!id || !content) {
+        return tokenizer_error(ErrorCode::bad_header, tokenizer_file, "an added token needs an integer id and a string content");
+      }
+      if (*id >= vocab_size) {
+        return tokenizer_error(ErrorCode::bad_header, tokenizer_file,
+                               fmt::format("added token id {} is past the vocabulary ({})", *id, vocab_size));
+      }
+      tokens[*id] = *content;
+      scores[*id] = -1000.0f;
+      types[*id] = truthy(member(entry, "special")) ? kControl : kUserDefined;
     }
   }
   out.keys.emplace_back("tokenizer.ggml.model", MetadataValue::string("llama"));
@@ -982,20 +1022,33 @@ Expected<void> sentencepiece_vocab(const Inputs& in, TokenizerMetadata& out) {
 }
 
 
+// The second gguf.SpecialVocab of GemmaModel.set_vocab and CodeLlama's (TokenizerOptions).
+Expected<void> extra_special_vocab(const Inputs& in, const TokenizerOptions& options, TokenizerMetadata& out) {
+  auto sv = load_special_vocab(in.dir, in.tokenizer, std::nullopt, in.tokenizer_config, in.model_config, false,
+                               std::nullopt, options.extra_special_types);
+  if (!sv) return std::move(sv).error();
+  for (const auto& [type, id] : options.extra_special_ids) {
+    if (sv->special_token_ids.find(type) == nullptr) sv->special_token_ids.set(type, id);
+  }
+  if (!options.extra_chat_template) sv->chat_template.reset();
+  add_special_vocab(out, *sv);
+  return {};
+}
+
 // LlamaModel.set_vocab's rules by config.json's vocab_size, after the vocabulary: CodeLlama's
-// (32016) fill-in-the-middle ids prefix 32007, suffix 32008, middle 32009, eot 32010 (a key
-// already written stays); Granite's small models (49152) add no BOS (the key set in place).
-void llama_vocab_size_rules(const Inputs& in, TokenizerMetadata& out) {
+// (32016) second SpecialVocab of prefix 32007, suffix 32008, middle 32009 and eot 32010 (only eot
+// has a key in gguf-py); Granite's small models (49152) add no BOS (the key set in place).
+Expected<void> llama_vocab_size_rules(const Inputs& in, TokenizerMetadata& out) {
   const json* size = in.model_config ? member(*in.model_config, "vocab_size") : nullptr;
   const uint64_t vocab_size = size != nullptr && size->is_number_unsigned() ? size->get<uint64_t>() : 32000;
   if (vocab_size == 32016) {
-    for (const auto& [type, id] : {std::pair{"prefix", 32007u}, {"suffix", 32008u}, {"middle", 32009u}, {"eot", 32010u}}) {
-      const std::string key = fmt::format("tokenizer.ggml.{}_token_id", type);
-      const bool named = std::any_of(out.keys.begin(), out.keys.end(), [&](const auto& kv) { return kv.first == key; });
-      if (!named) set_tokenizer_key(out, key, MetadataValue::of(uint32_t{id}));
-    }
+    TokenizerOptions codellama;
+    codellama.extra_special_types = {"prefix", "suffix", "middle", "eot"};
+    codellama.extra_special_ids = {{"prefix", 32007u}, {"suffix", 32008u}, {"middle", 32009u}, {"eot", 32010u}};
+    if (auto ok = extra_special_vocab(in, codellama, out); !ok) return ok;
   }
   if (vocab_size == 49152) set_tokenizer_key(out, "tokenizer.ggml.add_bos_token", MetadataValue::of(false));
+  return {};
 }
 
 // tokenizer.json's checks, when its vocabulary is the one converted: an object whose model is BPE.
@@ -1014,7 +1067,8 @@ Expected<void> check_tokenizer_json(const Inputs& in, bool present) {
   return {};
 }
 
-Expected<TokenizerMetadata> convert(const fs::path& dir, TokenizerRecipe recipe) {
+Expected<TokenizerMetadata> read_vocab(const fs::path& dir, const TokenizerOptions& options) {
+  TokenizerRecipe recipe = options.recipe;
   Inputs in;
   in.dir = dir;
   auto tokenizer = load_tokenizer_json(dir / "tokenizer.json");
@@ -1061,6 +1115,21 @@ Expected<TokenizerMetadata> convert(const fs::path& dir, TokenizerRecipe recipe)
   if (recipe == TokenizerRecipe::sentencepiece_or_gpt2) {
     recipe = has_sentencepiece ? TokenizerRecipe::sentencepiece : TokenizerRecipe::gpt2;
   }
+  if (recipe == TokenizerRecipe::phi3) {  // Phi3MiniModel.set_vocab: Phi-4's GPT2Tokenizer, else its SentencePiece
+    if (in.tokenizer_config) {
+      const json* tokenizer_class = member(*in.tokenizer_config, "tokenizer_class");
+      if (tokenizer_class == nullptr) {
+        return tokenizer_error(ErrorCode::bad_header, dir / "tokenizer_config.json", "tokenizer_class is missing");
+      }
+      if (*tokenizer_class == "GPT2Tokenizer") recipe = TokenizerRecipe::gpt2;
+    }
+    if (recipe == TokenizerRecipe::phi3) {
+      if (!has_sentencepiece) return tokenizer_error(ErrorCode::io_error, dir / "tokenizer.model", "not found in " + dir.string());
+      TokenizerMetadata out;
+      if (auto ok = sentencepiece_vocab(in, out, SentencePieceVariant::phi3); !ok) return std::move(ok).error();
+      return out;
+    }
+  }
 
   TokenizerMetadata out;
   if (recipe == TokenizerRecipe::gpt2) {  // _set_vocab_gpt2 (Qwen2Model.set_vocab): the GPT-2 path only
@@ -1087,11 +1156,46 @@ Expected<TokenizerMetadata> convert(const fs::path& dir, TokenizerRecipe recipe)
     auto ok = is_llama_hf_vocab(in.tokenizer) ? llama_hf_vocab(in, out) : gpt2_vocab(in, out);
     if (!ok) return std::move(ok).error();
   }
-  llama_vocab_size_rules(in, out);
+  if (auto ok = llama_vocab_size_rules(in, out); !ok) return std::move(ok).error();
+  return out;
+}
+
+Expected<TokenizerMetadata> convert(const fs::path& dir, const TokenizerOptions& options) {
+  auto out = read_vocab(dir, options);
+  if (!out) return out;
+  if (!options.extra_special_types.empty()) {
+    Inputs in;
+    in.dir = dir;
+    auto tokenizer = load_tokenizer_json(dir / "tokenizer.json");
+    if (!tokenizer) return std::move(tokenizer).error();
+    in.tokenizer = *tokenizer ? std::move((*tokenizer)->rest) : json::object();
+    for (auto [field, name] : {std::pair{&in.tokenizer_config, "tokenizer_config.json"}, {&in.model_config, "config.json"}}) {
+      auto loaded = load_json(dir / name);
+      if (!loaded) return std::move(loaded).error();
+      *field = std::move(*loaded);
+    }
+    if (auto ok = extra_special_vocab(in, options, *out); !ok) return std::move(ok).error();
+  }
+  std::error_code ec;
+  const bool from_sentencepiece = fs::is_regular_file(dir / "tokenizer.model", ec);
+  if (options.add_space_prefix && (options.recipe != TokenizerRecipe::sentencepiece_or_gpt2 || from_sentencepiece)) {
+    set_tokenizer_key(*out, "tokenizer.ggml.add_space_prefix", MetadataValue::of(*options.add_space_prefix));
+  }
   return out;
 }
 
 }  // namespace
+
+Expected<std::optional<uint64_t>> hf_tokenizer_json_token_count(const std::filesystem::path& model_dir) {
+  auto tokenizer = load_tokenizer_json(model_dir / "tokenizer.json");
+  if (!tokenizer) return std::move(tokenizer).error();
+  if (!*tokenizer) return std::optional<uint64_t>{};
+  const TokenizerJson& t = **tokenizer;
+  uint64_t count = 0;
+  if (t.vocab && t.vocab->is_object()) count += simdjson::dom::object(*t.vocab).size();
+  if (const json* added = member(t.rest, "added_tokens"); added != nullptr && added->is_array()) count += added->size();
+  return std::optional<uint64_t>{count};
+}
 
 void set_tokenizer_key(TokenizerMetadata& metadata, std::string_view key, MetadataValue value) {
   for (auto& [k, v] : metadata.keys) {
@@ -1103,9 +1207,9 @@ void set_tokenizer_key(TokenizerMetadata& metadata, std::string_view key, Metada
   metadata.keys.emplace_back(std::string(key), std::move(value));
 }
 
-Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, TokenizerRecipe recipe) {
+Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, const TokenizerOptions& options) {
   try {
-    return convert(model_dir, recipe);
+    return convert(model_dir, options);
   } catch (const std::exception& e) {
     // A backstop: the code above checks types before reading values, so this is a bug or
     // an allocation failure, reported as an error rather than thrown at the caller.

@@ -87,6 +87,17 @@ class _AutoTokenizer:
                           "not package (convert with --no-vocab)")
 
 
+class _AbsentDtype:
+    """A torch dtype this torch lacks. The converter only uses these as dictionary keys and values
+    and in `dtype in (...)` tests: a distinct object equal to no real dtype."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<torch.{self.name}: absent from this torch>"
+
+
 def install_shims() -> None:
     transformers = types.ModuleType("transformers")
     transformers.__doc__ = "reference_convert.py's stand-in: AutoConfig reads config.json; nothing else"
@@ -97,9 +108,7 @@ def install_shims() -> None:
     import torch
     for name in ("float8_e4m3fn", "float8_e5m2"):
         if not hasattr(torch, name):
-            # Only dictionary keys and values and `dtype in (...)` tests use these: a distinct
-            # object that equals no real dtype.
-            setattr(torch, name, type(f"missing_torch_{name}", (), {"__repr__": lambda self, n=name: f"<torch.{n} (absent from torch {torch.__version__})>"})())
+            setattr(torch, name, _AbsentDtype(name))
 
 
 def main() -> None:
@@ -133,7 +142,16 @@ def main() -> None:
     # failure prints its last line.
     log = io.StringIO()
     handler = logging.StreamHandler(sys.stderr if args.verbose else log)
+    if not args.verbose:
+        handler.setFormatter(logging.Formatter("%(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])  # main()'s own basicConfig is then a no-op
+    existed = args.output.exists()
+
+    def failed(message: str) -> None:
+        if not existed:  # no half-written file is left behind
+            with contextlib.suppress(OSError):
+                args.output.unlink()
+        fail(1, message)
 
     import warnings
     warnings.simplefilter("ignore")  # torch 1.13: "The given NumPy array is not writable" for mmapped data
@@ -156,12 +174,12 @@ def main() -> None:
     except SystemExit as e:
         if e.code not in (None, 0):
             lines = [line for line in log.getvalue().splitlines() if line.strip()]
-            fail(1, lines[-1] if lines else f"the converter exited with status {e.code}")
+            failed(lines[-1] if lines else f"the converter exited with status {e.code}")
     except Exception as e:  # noqa: BLE001 - any converter failure is one line
         if isinstance(e, ModuleNotFoundError) and e.name in PACKAGES:
             fail(3, f"Python module '{e.name}' is missing: apt-get install {PACKAGES[e.name]}")
         message = str(e).strip().splitlines()
-        fail(1, f"{type(e).__name__}: {message[0] if message else ''}")
+        failed(f"{type(e).__name__}: {message[0] if message else ''}")
     if not args.output.is_file():
         fail(1, f"the converter wrote no {args.output}")
 

@@ -6,7 +6,7 @@
 namespace ggufkit::convert_detail {
 namespace {
 
-constexpr TensorRule kLayer[] = {
+constexpr TensorRule kLlamaLayer[] = {
     {"input_layernorm.weight", "attn_norm.weight", Dim::embd, Dim::none},
     {"self_attn.q_proj.weight", "attn_q.weight", Dim::q_out, Dim::embd, Presence::required, ConvertTransform::permute_rope},
     {"self_attn.k_proj.weight", "attn_k.weight", Dim::kv_out, Dim::embd, Presence::required, ConvertTransform::permute_rope, true},
@@ -23,26 +23,21 @@ constexpr TensorRule kLayer[] = {
     {"mlp.down_proj.weight", "ffn_down.weight", Dim::embd, Dim::ff},
 };
 
-// LlamaModel.set_gguf_parameters: TextModel's, then the vocabulary size and the rope dimensions.
-Expected<void> keys(const FamilyInput& in, KeyWriter& w) {
-  if (auto r = text_model_keys(in, w); !r) return r;
-  w.u32("vocab_size", in.config.vocab);
-  w.u32("rope.dimension_count", in.config.head_dim);
-  return {};
-}
-
 constexpr std::string_view kClasses[] = {"LlamaForCausalLM", "MistralForCausalLM"};
 
 }  // namespace
+
+std::span<const TensorRule> llama_block() { return kLlamaLayer; }
 
 extern const Family kLlamaFamily{
     .gguf_name = "llama",
     .hf_classes = kClasses,
     .global_tensors = kDecoderGlobals,
-    .layer_tensors = kLayer,
-    .keys = keys,
-    .tokenizer = TokenizerRecipe::llama,
+    .layer_tensors = kLlamaLayer,
+    .keys = llama_model_keys,
+    .tokenizer = {.recipe = TokenizerRecipe::llama},
     .extra_tensors = llama3_rope_freqs,
+    .kv_heads_default_to_heads = true,
 };
 
 }  // namespace ggufkit::convert_detail

@@ -47,7 +47,7 @@ extern const Family kQwen2Family{
     .global_tensors = kDecoderGlobals,
     .layer_tensors = kQwen2Layer,
     .keys = text_model_keys,
-    .tokenizer = TokenizerRecipe::gpt2,
+    .tokenizer = {.recipe = TokenizerRecipe::gpt2},
 };
 
 extern const Family kQwen3Family{
@@ -56,7 +56,7 @@ extern const Family kQwen3Family{
     .global_tensors = kDecoderGlobals,
     .layer_tensors = kQwen3Layer,
     .keys = text_model_keys,
-    .tokenizer = TokenizerRecipe::gpt2,
+    .tokenizer = {.recipe = TokenizerRecipe::gpt2},
 };
 
 }  // namespace ggufkit::convert_detail
