@@ -5,28 +5,27 @@
 // while the writer asks for them: memory holds a step of one tensor (a few MiB) plus fixed
 // buffers, whatever the model's size. The output is written atomically.
 //
-// Supported architectures are one table (src/convert/architectures.cpp): LlamaForCausalLM and
-// MistralForCausalLM ("llama", Q/K rows permuted as the Python converter's LlamaModel.permute),
-// Qwen2ForCausalLM ("qwen2"), Qwen3ForCausalLM ("qwen3").
+// Supported architectures: one family per file in src/convert/families/ (llama/mistral, qwen2,
+// qwen3, gemma, gemma2, gemma3, phi3, smollm3, granite, olmo2); convert_supported_architectures()
+// lists the Hugging Face classes.
 //
 // What is reproduced of the Python converter, and what is not:
-// - metadata keys, their types and their order (general.*, then the architecture's keys, then
-//   general.quantization_version, then the tokenizer's keys); general.quantization_version is
-//   written for every output type, as the Python converter does.
+// - metadata keys, their types and their order (general.architecture, a key the family writes
+//   while preparing tensors (Phi-3's rope attention factor), general.*, the family's keys as its
+//   set_gguf_parameters writes them (a key written again replaced where it stands, as gguf-py
+//   does), general.quantization_version, the tokenizer's keys).
+// - config.json read as AutoConfig.to_dict() gives it to the Python converter: text_config merged
+//   at the root, and the config class's defaults for keys config.json leaves out, for the
+//   defaults that reach a key (each family's table).
 // - general.name / basename / finetune / version / size_label / organization: gguf-py's
 //   metadata.py heuristics on config.json's _name_or_path and the directory name, and the size
 //   label from the parameter count; generation_config.json's sampling defaults as
 //   general.sampling.* (top_k, top_p, temperature, repetition_penalty...). Not reproduced: the
 //   model card (README.md front matter: license, tags, languages, base models, datasets...);
 //   the title-casing of names is ASCII only.
-// - architecture keys: those TextModel.set_gguf_parameters and LlamaModel/Qwen2Model write for
-//   these models (context_length from max_position_embeddings only). Not written because the
-//   Python converter does not write them for these four: sliding window (Mistral, Qwen2),
-//   pooling type (Qwen2 embedding models), causal_attention; text_config nesting is not read.
-//   LlamaModel.set_vocab's CodeLlama (vocab 32016) and Granite (49152) tokenizer tweaks are not
-//   reproduced.
-// - tensor order: rope_freqs first (llama3 rope scaling), then the shards in file-name order, each
-//   shard's tensors in name order.
+// - tensor order: generated tensors first (rope_freqs, Phi-3's rope factors), then the shards in
+//   file-name order, each shard's tensors in name order; a multimodal checkpoint's vision and
+//   audio tensors are left out as TextModel.filter_tensors leaves them out.
 // - types: 1-D tensors and *_norm.weight stay F32; other tensors get the output type; a quantized
 //   output type falls back to F16 for tensors whose rows are not a multiple of its block size.
 #pragma once

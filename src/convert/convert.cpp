@@ -207,8 +207,8 @@ void add_general_keys(ConvertPlan& plan, const HfConfig& c, const std::filesyste
       if (!*field && *value) *field = *value;
     }
   };
-  if (const auto it = c.root.find("_name_or_path"); it != c.root.end() && it->is_string()) {
-    const std::string id = it->get<std::string>();
+  if (c.name_or_path) {  // config.json's own, as gguf-py's Metadata reads the file
+    const std::string& id = *c.name_or_path;
     if (std::count(id.begin(), id.end(), '/') <= 1) fill(model_name_parts(id, total));
   }
   std::filesystem::path folder = dir;
@@ -541,7 +541,7 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
     return config_error("architectures", fmt::format("{} is not supported (supported: {})", *hf_class,
                                                      fmt::join(convert_supported_architectures(), ", ")));
   }
-  auto config = convert_detail::read_config(model_dir, family->config_defaults);
+  auto config = convert_detail::read_config(model_dir, family->config_classes);
   if (!config) return std::move(config).error();
   ConvertPlan plan;
   std::error_code ec;

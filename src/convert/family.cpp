@@ -88,34 +88,73 @@ Expected<std::string> read_hf_class(const std::filesystem::path& dir) {
   return archs[0].get<std::string>();
 }
 
-Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigDefault> defaults,
-                               bool kv_heads_default_to_heads) {
+namespace {
+
+const ConfigClass* find_class(std::span<const ConfigClass> classes, std::string_view model_type) {
+  for (const ConfigClass& k : classes) {
+    if (k.model_type == model_type) return &k;
+  }
+  return nullptr;
+}
+
+bool absent(const Json& object, const std::string& key) {
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null();
+}
+
+// `object` as the config class's to_dict() has it.
+void complete(Json& object, const ConfigClass& k) {
+  for (const ConfigDefault& d : k.defaults) {
+    const std::string key(d.key);
+    if (!object.contains(key)) object[key] = d.integer ? Json(static_cast<int64_t>(d.value)) : Json(d.value);
+  }
+  const auto heads = object.find("num_attention_heads");
+  if (k.kv_heads_from_heads && absent(object, "num_key_value_heads") && heads != object.end()) {
+    object["num_key_value_heads"] = *heads;
+  }
+  const auto hidden = object.find("hidden_size");
+  if (k.head_dim_from_hidden && absent(object, "head_dim") && heads != object.end() && hidden != object.end() &&
+      heads->is_number_integer() && hidden->is_number_integer() && heads->get<int64_t>() > 0) {
+    object["head_dim"] = hidden->get<int64_t>() / heads->get<int64_t>();
+  }
+  if (k.longrope_rename) {
+    if (const auto rope = object.find("rope_scaling"); rope != object.end() && rope->is_object()) {
+      if (const auto type = rope->find("type"); type != rope->end() && (*type == "su" || *type == "yarn")) *type = "longrope";
+    }
+  }
+}
+
+}  // namespace
+
+Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigClass> classes) {
   auto root = read_config_json(dir);
   if (!root) return std::move(root).error();
   HfConfig c;
   c.root = std::move(*root);
+  if (const auto it = c.root.find("_name_or_path"); it != c.root.end() && it->is_string()) c.name_or_path = it->get<std::string>();
+  // AutoConfig: the class of model_type completes the file (a wrapper's text_config too).
+  const auto type_it = c.root.find("model_type");
+  const std::string model_type = type_it != c.root.end() && type_it->is_string() ? type_it->get<std::string>() : "";
+  if (const ConfigClass* k = find_class(classes, model_type)) {
+    complete(c.root, *k);
+    if (!k->text_config_class.empty()) {
+      if (const ConfigClass* text = find_class(classes, k->text_config_class)) {
+        Json& text_config = c.root["text_config"];
+        if (!text_config.is_object()) text_config = Json::object();
+        complete(text_config, *text);
+      }
+    }
+  }
   // TextModel.__init__: text_config's keys at the root, over the root's own.
   if (const auto it = c.root.find("text_config"); it != c.root.end() && it->is_object()) {
     const Json text_config = *it;
     for (const auto& [key, value] : text_config.items()) c.root[key] = value;
-  }
-  // The config class's defaults, as AutoConfig.to_dict() has them.
-  for (const ConfigDefault& d : defaults) {
-    const std::string key(d.key);
-    if (const auto it = c.root.find(key); it == c.root.end() || it->is_null()) {
-      c.root[key] = d.integer ? Json(static_cast<int64_t>(d.value)) : Json(d.value);
-    }
   }
   for (auto [field, key] : {std::pair{&c.block_count, "num_hidden_layers"}, {&c.n_embd, "hidden_size"},
                             {&c.n_ff, "intermediate_size"}, {&c.n_head, "num_attention_heads"}, {&c.vocab, "vocab_size"}}) {
     auto v = c.required_int(key);
     if (!v) return std::move(v).error();
     *field = *v;
-  }
-  if (kv_heads_default_to_heads) {
-    if (const auto it = c.root.find("num_key_value_heads"); it == c.root.end() || it->is_null()) {
-      c.root["num_key_value_heads"] = c.n_head;
-    }
   }
   auto kv = c.optional_int("num_key_value_heads");
   if (!kv) return std::move(kv).error();

@@ -41,6 +41,7 @@ struct HfConfig {
   Json root;
   int64_t block_count = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, head_dim = 0, vocab = 0;
   bool has_head_kv = false, has_head_dim = false;
+  std::optional<std::string> name_or_path;  // config.json's own _name_or_path (gguf-py's metadata reads the file)
   Json rope;            // rope_parameters / rope_scaling with rope_theta, ... mirrored in (TextModel.__init__)
   Json rope_full;       // rope["full_attention"] when split, else rope
   std::optional<double> local_rope_theta;  // rope["sliding_attention"]["rope_theta"]
@@ -56,18 +57,31 @@ struct HfConfig {
   bool is_false(const std::string& key) const;  // present and false
 };
 
-// A value transformers' config class gives a key config.json leaves out (AutoConfig.to_dict(),
-// which the Python converter reads, has every key of the class): Gemma3TextConfig's, for the
-// text_config of a Gemma3ForConditionalGeneration that lists only what differs from them.
+// A value transformers' config class gives a key config.json leaves out.
 struct ConfigDefault {
   std::string_view key;
   double value;
   bool integer = true;
 };
+
+// A transformers config class, as AutoConfig.to_dict() gives config.json to the Python converter:
+// every attribute of the class is there, so a key config.json leaves out arrives with the class's
+// default (and reaches the keys: Granite's multipliers, Llama's derived head_dim). Picked by
+// config.json's model_type; a model_type no family lists is read as it is (AutoConfig fails on it
+// and the converter falls back to the raw file too).
+struct ConfigClass {
+  std::string_view model_type;
+  std::span<const ConfigDefault> defaults = {};
+  bool kv_heads_from_heads = false;   // num_key_value_heads absent or null: num_attention_heads
+  bool head_dim_from_hidden = false;  // head_dim absent or null: hidden_size / num_attention_heads (LlamaConfig)
+  bool longrope_rename = false;       // rope_scaling "type" su or yarn becomes longrope (Phi3Config)
+  // A multimodal wrapper (Gemma3Config): text_config is this class, completed before it is merged.
+  std::string_view text_config_class = {};
+};
+
 // config.json's architectures[0]: the class that picks the family.
 Expected<std::string> read_hf_class(const std::filesystem::path& dir);
-Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigDefault> defaults = {},
-                               bool kv_heads_default_to_heads = false);
+Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigClass> classes = {});
 
 // A dimension of an expected shape, from config.json.
 enum class Dim : uint8_t {
@@ -140,14 +154,11 @@ struct Family {
   KeysFunction keys;                             // set_gguf_parameters
   TokenizerOptions tokenizer = {.recipe = TokenizerRecipe::llama};  // set_vocab
   ExtraTensorsFunction extra_tensors = nullptr;  // generate_extra_tensors: written first
-  std::span<const ConfigDefault> config_defaults = {};
+  std::span<const ConfigClass> config_classes = {};  // by model_type
   // Checkpoint tensors the family drops (GemmaModel.filter_tensors drops lm_head.weight).
   std::span<const std::string_view> dropped = {};
   // Rows token_embd keeps when the family truncates it to the real vocabulary (Gemma 3).
   VocabRowsFunction embedding_rows = nullptr;
-  // The config class sets num_key_value_heads to num_attention_heads when config.json has none
-  // (LlamaConfig and most others: AutoConfig.to_dict() then has it).
-  bool kv_heads_default_to_heads = false;
 };
 
 std::span<const Family* const> families();

@@ -168,9 +168,10 @@ constexpr std::string_view kGemmaClasses[] = {"GemmaForCausalLM"};
 constexpr std::string_view kGemma2Classes[] = {"Gemma2ForCausalLM"};
 constexpr std::string_view kGemma3Classes[] = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"};
 constexpr std::string_view kLmHead[] = {"lm_head.weight"};
-// The config classes' defaults (transformers 4.57: GemmaConfig, Gemma2Config, Gemma3TextConfig),
-// for what a config.json leaves out: the text_config of a Gemma3ForConditionalGeneration lists
-// only what differs from them. (sliding_window_pattern is no attribute: absent stays absent.)
+// The config classes (transformers 4.57: GemmaConfig, Gemma2Config, Gemma3TextConfig, and
+// Gemma3Config whose text_config is a Gemma3TextConfig): the text_config of a
+// Gemma3ForConditionalGeneration lists only what differs from them. (sliding_window_pattern is no
+// attribute: absent stays absent.)
 constexpr ConfigDefault kGemmaDefaults[] = {
     {"vocab_size", 256000},          {"hidden_size", 3072},       {"intermediate_size", 24576},
     {"num_hidden_layers", 28},       {"num_attention_heads", 16}, {"num_key_value_heads", 16},
@@ -189,6 +190,10 @@ constexpr ConfigDefault kGemma3Defaults[] = {
     {"head_dim", 256},               {"max_position_embeddings", 131072},
     {"rms_norm_eps", 1e-6, false},   {"rope_theta", 1000000.0, false},
     {"query_pre_attn_scalar", 256},  {"sliding_window", 4096},    {"rope_local_base_freq", 10000.0, false}};
+constexpr ConfigClass kGemmaClasses_[] = {{.model_type = "gemma", .defaults = kGemmaDefaults}};
+constexpr ConfigClass kGemma2Classes_[] = {{.model_type = "gemma2", .defaults = kGemma2Defaults}};
+constexpr ConfigClass kGemma3Classes_[] = {{.model_type = "gemma3_text", .defaults = kGemma3Defaults},
+                                           {.model_type = "gemma3", .text_config_class = "gemma3_text"}};
 
 }  // namespace
 
@@ -205,7 +210,7 @@ extern const Family kGemmaFamily{
                   .extra_special_ids = {{"prefix", 67u}, {"suffix", 69u}, {"middle", 68u}, {"fsep", 70u}, {"eot", 107u}},
                   .extra_chat_template = false,
                   .add_space_prefix = false},
-    .config_defaults = kGemmaDefaults,
+    .config_classes = kGemmaClasses_,
     .dropped = kLmHead,
 };
 
@@ -216,7 +221,7 @@ extern const Family kGemma2Family{
     .layer_tensors = kGemma2Layer,
     .keys = gemma2_keys,
     .tokenizer = {.recipe = TokenizerRecipe::sentencepiece, .add_space_prefix = false},
-    .config_defaults = kGemma2Defaults,
+    .config_classes = kGemma2Classes_,
     .dropped = kLmHead,
 };
 
@@ -228,7 +233,7 @@ extern const Family kGemma3Family{
     .keys = gemma3_keys,
     // Gemma3Model.set_vocab: no space prefix after a SentencePiece vocabulary only.
     .tokenizer = {.recipe = TokenizerRecipe::sentencepiece_or_gpt2, .add_space_prefix = false},
-    .config_defaults = kGemma3Defaults,
+    .config_classes = kGemma3Classes_,
     .embedding_rows = gemma3_embedding_rows,
 };
 

@@ -29,7 +29,10 @@ constexpr std::string_view kClasses[] = {"GraniteForCausalLM"};
 constexpr ConfigDefault kDefaults[] = {
     {"embedding_multiplier", 1.0, false}, {"logits_scaling", 1.0, false},  {"residual_multiplier", 1.0, false},
     {"attention_multiplier", 1.0, false}, {"rms_norm_eps", 1e-6, false},   {"rope_theta", 10000.0, false},
-    {"max_position_embeddings", 2048}};
+    {"max_position_embeddings", 2048},    {"vocab_size", 32000},           {"hidden_size", 4096},
+    {"intermediate_size", 11008},         {"num_hidden_layers", 32},       {"num_attention_heads", 32}};
+
+constexpr ConfigClass kConfigClasses[] = {{.model_type = "granite", .defaults = kDefaults, .kv_heads_from_heads = true}};
 
 }  // namespace
 
@@ -40,8 +43,7 @@ extern const Family kGraniteFamily{
     .layer_tensors = llama_block(),
     .keys = keys,
     .tokenizer = {.recipe = TokenizerRecipe::llama},
-    .config_defaults = kDefaults,
-    .kv_heads_default_to_heads = true,
+    .config_classes = kConfigClasses,
 };
 
 }  // namespace ggufkit::convert_detail

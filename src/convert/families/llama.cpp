@@ -25,6 +25,20 @@ constexpr TensorRule kLlamaLayer[] = {
 
 constexpr std::string_view kClasses[] = {"LlamaForCausalLM", "MistralForCausalLM"};
 
+// LlamaConfig derives head_dim (so llama checkpoints get key and value lengths) and the kv heads;
+// MistralConfig leaves head_dim out unless config.json has it.
+constexpr ConfigDefault kLlamaDefaults[] = {
+    {"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
+    {"num_attention_heads", 32}, {"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-6, false},
+    {"rope_theta", 10000.0, false}};
+constexpr ConfigDefault kMistralDefaults[] = {
+    {"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
+    {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"max_position_embeddings", 131072},
+    {"rms_norm_eps", 1e-6, false}, {"rope_theta", 10000.0, false}, {"sliding_window", 4096}};
+constexpr ConfigClass kConfigClasses[] = {
+    {.model_type = "llama", .defaults = kLlamaDefaults, .kv_heads_from_heads = true, .head_dim_from_hidden = true},
+    {.model_type = "mistral", .defaults = kMistralDefaults, .kv_heads_from_heads = true}};
+
 }  // namespace
 
 std::span<const TensorRule> llama_block() { return kLlamaLayer; }
@@ -37,7 +51,7 @@ extern const Family kLlamaFamily{
     .keys = llama_model_keys,
     .tokenizer = {.recipe = TokenizerRecipe::llama},
     .extra_tensors = llama3_rope_freqs,
-    .kv_heads_default_to_heads = true,
+    .config_classes = kConfigClasses,
 };
 
 }  // namespace ggufkit::convert_detail

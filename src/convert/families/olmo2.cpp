@@ -23,7 +23,11 @@ constexpr TensorRule kLayer[] = {
 constexpr std::string_view kClasses[] = {"Olmo2ForCausalLM"};
 // Olmo2Config's defaults (AutoConfig.to_dict() has them).
 constexpr ConfigDefault kDefaults[] = {
-    {"vocab_size", 50304}, {"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-5, false}, {"rope_theta", 10000.0, false}};
+    {"vocab_size", 50304},       {"hidden_size", 4096},             {"intermediate_size", 11008},
+    {"num_hidden_layers", 32},   {"num_attention_heads", 32},       {"max_position_embeddings", 2048},
+    {"rms_norm_eps", 1e-5, false}, {"rope_theta", 10000.0, false}};
+
+constexpr ConfigClass kConfigClasses[] = {{.model_type = "olmo2", .defaults = kDefaults, .kv_heads_from_heads = true}};
 
 }  // namespace
 
@@ -34,8 +38,7 @@ extern const Family kOlmo2Family{
     .layer_tensors = kLayer,
     .keys = text_model_keys,
     .tokenizer = {.recipe = TokenizerRecipe::gpt2},
-    .config_defaults = kDefaults,
-    .kv_heads_default_to_heads = true,
+    .config_classes = kConfigClasses,
 };
 
 }  // namespace ggufkit::convert_detail

@@ -135,6 +135,8 @@ constexpr ConfigDefault kDefaults[] = {
     {"max_position_embeddings", 4096}, {"original_max_position_embeddings", 4096},
     {"rms_norm_eps", 1e-5, false},  {"rope_theta", 10000.0, false}};
 
+constexpr ConfigClass kConfigClasses[] = {{.model_type = "phi3", .defaults = kDefaults, .kv_heads_from_heads = true, .longrope_rename = true}};
+
 }  // namespace
 
 extern const Family kPhi3Family{
@@ -145,8 +147,7 @@ extern const Family kPhi3Family{
     .keys = keys,
     .tokenizer = {.recipe = TokenizerRecipe::phi3},
     .extra_tensors = rope_factors,
-    .config_defaults = kDefaults,
-    .kv_heads_default_to_heads = true,
+    .config_classes = kConfigClasses,
 };
 
 }  // namespace ggufkit::convert_detail

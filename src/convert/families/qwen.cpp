@@ -36,6 +36,18 @@ constexpr TensorRule kQwen3Layer[] = {
 };
 
 constexpr std::string_view kQwen2Classes[] = {"Qwen2ForCausalLM"};
+
+// Qwen2Config and Qwen3Config (Qwen3's fixed head_dim 128 gives key and value lengths).
+constexpr ConfigDefault kQwen2Defaults[] = {
+    {"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016}, {"num_hidden_layers", 32},
+    {"num_attention_heads", 32}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6, false},
+    {"rope_theta", 10000.0, false}};
+constexpr ConfigDefault kQwen3Defaults[] = {
+    {"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016}, {"num_hidden_layers", 32},
+    {"num_attention_heads", 32}, {"head_dim", 128}, {"max_position_embeddings", 32768},
+    {"rms_norm_eps", 1e-6, false}, {"rope_theta", 10000.0, false}};
+constexpr ConfigClass kQwen2Config[] = {{.model_type = "qwen2", .defaults = kQwen2Defaults, .kv_heads_from_heads = true}};
+constexpr ConfigClass kQwen3Config[] = {{.model_type = "qwen3", .defaults = kQwen3Defaults, .kv_heads_from_heads = true}};
 constexpr std::string_view kQwen3Classes[] = {"Qwen3ForCausalLM"};
 
 }  // namespace
@@ -48,6 +60,7 @@ extern const Family kQwen2Family{
     .layer_tensors = kQwen2Layer,
     .keys = text_model_keys,
     .tokenizer = {.recipe = TokenizerRecipe::gpt2},
+    .config_classes = kQwen2Config,
 };
 
 extern const Family kQwen3Family{
@@ -57,6 +70,7 @@ extern const Family kQwen3Family{
     .layer_tensors = kQwen3Layer,
     .keys = text_model_keys,
     .tokenizer = {.recipe = TokenizerRecipe::gpt2},
+    .config_classes = kQwen3Config,
 };
 
 }  // namespace ggufkit::convert_detail

@@ -13,6 +13,8 @@ constexpr ConfigDefault kDefaults[] = {
     {"num_hidden_layers", 36},      {"num_attention_heads", 16},   {"num_key_value_heads", 4},
     {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6, false}, {"rope_theta", 2000000.0, false}};
 
+constexpr ConfigClass kConfigClasses[] = {{.model_type = "smollm3", .defaults = kDefaults, .kv_heads_from_heads = true}};
+
 }  // namespace
 
 extern const Family kSmolLM3Family{
@@ -22,7 +24,7 @@ extern const Family kSmolLM3Family{
     .layer_tensors = llama_block(),
     .keys = llama_model_keys,
     .tokenizer = {.recipe = TokenizerRecipe::llama},
-    .config_defaults = kDefaults,
+    .config_classes = kConfigClasses,
 };
 
 }  // namespace ggufkit::convert_detail
