@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "convert/model_name.h"
@@ -730,6 +731,107 @@ TEST(Convert, Refusals) {
 
   e = plan_error(m, "no-safetensors", [](const auto& dir) { std::filesystem::remove(dir / "model.safetensors"); });
   EXPECT_EQ(e.code, ErrorCode::io_error);
+}
+
+// The keys of the architecture a plan writes, "{arch}." left out, in order, with their values.
+std::vector<std::string> arch_keys(const ConvertPlan& plan) {
+  std::vector<std::string> out;
+  const std::string prefix = plan.architecture + ".";
+  for (const auto& [key, value] : plan.metadata) {
+    if (!key.starts_with(prefix)) continue;
+    std::string text = key.substr(prefix.size()) + "=";
+    switch (value.type()) {
+      case ValueType::UInt32: text += std::to_string(*value.view().get<uint32_t>()); break;
+      case ValueType::Float32: text += fmt::format("{}", *value.view().get<float>()); break;
+      default: text += "?"; break;
+    }
+    out.push_back(text);
+  }
+  return out;
+}
+
+ConvertPlan plan_of(const TinyModel& m, const std::string& name) {
+  const auto dir = test::temp_dir("convert-plan-" + name) / "model";
+  m.write(dir);
+  auto plan = plan_convert(dir, no_tokenizer());
+  EXPECT_TRUE(plan) << name << ": " << (plan ? "" : plan.error().describe());
+  std::filesystem::remove_all(dir.parent_path());
+  return plan ? std::move(*plan) : ConvertPlan{};
+}
+
+// A key config.json leaves out arrives as transformers' config class gives it (AutoConfig.to_dict(),
+// which is what llama.cpp's converter reads), picked by model_type; without a model_type the file
+// is read as it is.
+TEST(Convert, ConfigClassDefaultsReachTheKeysAsAutoConfigGivesThem) {
+  TinyModel llama;  // no head_dim in config.json: LlamaConfig derives it, so key and value lengths are written
+  llama.extra_config = {{"model_type", "llama"}};
+  EXPECT_EQ(arch_keys(plan_of(llama, "llama")),
+            (std::vector<std::string>{"block_count=2", "context_length=128", "embedding_length=32", "feed_forward_length=64",
+                                      "attention.head_count=4", "attention.head_count_kv=2", "rope.freq_base=10000",
+                                      "attention.layer_norm_rms_epsilon=1e-05", "attention.key_length=8",
+                                      "attention.value_length=8", "vocab_size=40", "rope.dimension_count=8"}));
+  TinyModel raw = llama;  // no model_type: no config class, nothing derived
+  raw.extra_config = json::object();
+  EXPECT_EQ(arch_keys(plan_of(raw, "raw")),
+            (std::vector<std::string>{"block_count=2", "context_length=128", "embedding_length=32", "feed_forward_length=64",
+                                      "attention.head_count=4", "attention.head_count_kv=2", "rope.freq_base=10000",
+                                      "attention.layer_norm_rms_epsilon=1e-05", "vocab_size=40", "rope.dimension_count=8"}));
+  // GraniteConfig: the four multipliers default to 1 (always written); a key config.json sets to
+  // null stays null (no rope base, no context length), as the class keeps a None it is given;
+  // GraniteModel drops head_dim (no key or value length).
+  TinyModel granite;
+  granite.arch = "GraniteForCausalLM";
+  granite.head_dim_key = 8;
+  granite.extra_config = {{"model_type", "granite"}, {"rope_theta", nullptr}, {"max_position_embeddings", nullptr},
+                          {"embedding_multiplier", 12.0}};
+  const ConvertPlan g = plan_of(granite, "granite");
+  EXPECT_EQ(g.architecture, "granite");
+  EXPECT_EQ(arch_keys(g), (std::vector<std::string>{"block_count=2", "embedding_length=32", "feed_forward_length=64",
+                                                    "attention.head_count=4", "attention.head_count_kv=2",
+                                                    "attention.layer_norm_rms_epsilon=1e-05", "vocab_size=40",
+                                                    "rope.dimension_count=8", "attention.scale=1", "embedding_scale=12",
+                                                    "residual_scale=1", "logit_scale=1"}));
+}
+
+// Each family refuses what llama.cpp's converter refuses, with the key or tensor named.
+TEST(Convert, FamilyRefusals) {
+  TinyModel m;
+  // An FP8 checkpoint: the tensor and the dtype named, and what to convert instead.
+  Error e = plan_error(m, "fp8", [&](const auto& dir) {
+    auto tensors = m.tensors();
+    std::vector<RawHfTensor> raw;
+    for (const HfTensor& t : tensors) raw.push_back({t.name, t.shape, std::vector<std::byte>(t.values.size())});
+    write_raw_safetensors(dir / "model.safetensors", raw, "F8_E4M3");
+  });
+  EXPECT_EQ(e.subject, "lm_head.weight");
+  EXPECT_EQ(e.message, "dtype F8_E4M3 is not supported: an FP8 checkpoint; convert its BF16 or F16 release "
+                       "(F32, F16, BF16, F64, integers, BOOL)");
+  // Gemma 3 has no attention soft-capping: Gemma3Model asserts it is unset.
+  TinyModel gemma3 = m;
+  gemma3.arch = "Gemma3ForCausalLM";
+  gemma3.qk_norm = true;
+  gemma3.tied = true;
+  gemma3.head_dim_key = 8;
+  gemma3.extra_config = {{"attn_logit_softcapping", 50.0}, {"sliding_window", 4}};
+  e = plan_error(gemma3, "gemma3-softcap", [&](const auto& dir) {
+    auto tensors = gemma3.tensors();
+    for (int64_t l = 0; l < gemma3.layers; ++l) {  // Gemma 2/3's pre- and post-feed-forward norms
+      for (const char* norm : {"pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"}) {
+        tensors.push_back({"model.layers." + std::to_string(l) + "." + norm, {gemma3.embd}, test_values(gemma3.embd, 3)});
+      }
+    }
+    write_safetensors(dir / "model.safetensors", tensors, "F32");
+  });
+  EXPECT_EQ(e.subject, "config.json: attn_logit_softcapping");
+  EXPECT_EQ(e.message, "set, but Gemma 3 has no attention soft-capping (the Python converter refuses it too)");
+  // Phi-3's long-context factors must have one value per rotary dimension pair.
+  TinyModel phi3 = m;
+  phi3.arch = "Phi3ForCausalLM";
+  phi3.extra_config = {{"original_max_position_embeddings", 64},
+                       {"rope_scaling", {{"type", "longrope"}, {"long_factor", {1.0, 2.0}}, {"short_factor", {1.0, 1.0}}}}};
+  e = plan_error(phi3, "phi3-factors", [](const auto&) {});
+  EXPECT_EQ(e.subject, "config.json: rope_scaling");
+  EXPECT_EQ(e.message, "long_factor (2) and short_factor (2) must both have 4 values");
 }
 
 TEST(Convert, NoTokenizerFilesIsAnError) {

@@ -8,7 +8,8 @@ gguf-py) on a checkpoint, as the reference `gguf convert` is compared with.
 Only Debian 12 packages are needed: python3-torch (1.13), python3-numpy, python3-yaml (a
 dependency of python3-torch) and, for a tokenizer.model, python3-sentencepiece. Debian packages
 neither `transformers` nor `safetensors` nor `tokenizers`, so a small stand-in for the one part of
-`transformers` the converter always uses (AutoConfig) is installed first; safetensors files are read
+`transformers` the converter always uses (AutoConfig: config.json completed with the defaults of the
+config classes the tests use, as to_dict() has them) is installed first; safetensors files are read
 by gguf-py itself. torch 1.13 lacks the float8 dtypes the converter names in its tables; they get
 placeholders no real tensor ever has (a checkpoint with float8 tensors is refused).
 
@@ -72,12 +73,73 @@ class _Config:
         return json.loads(json.dumps(self._values))
 
 
+# What transformers' config classes (4.57) add to config.json in to_dict(): for the model types the
+# tests convert, the attributes a converter reads, with their defaults ("kv" = num_key_value_heads
+# from num_attention_heads when absent or null; "head_dim" = hidden_size // num_attention_heads).
+_LLAMA_LIKE = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+               "num_attention_heads": 32, "max_position_embeddings": 2048, "rms_norm_eps": 1e-6, "rope_theta": 10000.0}
+_CLASSES = {
+    "llama": (_LLAMA_LIKE, {"kv", "head_dim"}),
+    "mistral": ({**_LLAMA_LIKE, "intermediate_size": 14336, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                 "sliding_window": 4096}, {"kv"}),
+    "qwen2": ({**_LLAMA_LIKE, "vocab_size": 151936, "intermediate_size": 22016, "max_position_embeddings": 32768}, {"kv"}),
+    "qwen3": ({**_LLAMA_LIKE, "vocab_size": 151936, "intermediate_size": 22016, "max_position_embeddings": 32768,
+               "head_dim": 128}, {"kv"}),
+    "gemma": ({"vocab_size": 256000, "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+               "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "max_position_embeddings": 8192,
+               "rms_norm_eps": 1e-6, "rope_theta": 10000.0}, set()),
+    "gemma2": ({"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 8192,
+                "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+                "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}, set()),
+    "gemma3_text": ({"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                     "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                     "max_position_embeddings": 131072, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                     "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+                     "final_logit_softcapping": None, "attn_logit_softcapping": None, "rope_scaling": None}, set()),
+    "phi3": ({"vocab_size": 32064, "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
+              "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "partial_rotary_factor": 1.0, "sliding_window": None},
+             {"kv", "longrope"}),
+    "granite": ({**_LLAMA_LIKE, "embedding_multiplier": 1.0, "logits_scaling": 1.0, "residual_multiplier": 1.0,
+                 "attention_multiplier": 1.0}, {"kv"}),
+    "smollm3": ({"vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
+                 "num_attention_heads": 16, "num_key_value_heads": 4, "max_position_embeddings": 32768,
+                 "rms_norm_eps": 1e-6, "rope_theta": 2000000.0}, {"kv"}),
+    "olmo2": ({**_LLAMA_LIKE, "vocab_size": 50304, "rms_norm_eps": 1e-5}, {"kv"}),
+}
+
+
+def _complete(values: dict, model_type: str) -> None:
+    defaults, rules = _CLASSES[model_type]
+    for key, value in defaults.items():
+        values.setdefault(key, value)
+    if "kv" in rules and values.get("num_key_value_heads") is None:
+        values["num_key_value_heads"] = values["num_attention_heads"]
+    if "head_dim" in rules and values.get("head_dim") is None:
+        values["head_dim"] = values["hidden_size"] // values["num_attention_heads"]
+    rope = values.get("rope_scaling")
+    if "longrope" in rules and isinstance(rope, dict) and rope.get("type") in ("su", "yarn"):
+        rope["type"] = "longrope"
+
+
 class _AutoConfig:
     @staticmethod
     def from_pretrained(path, **_kwargs) -> _Config:
-        # The converter falls back to reading config.json itself when this raises.
+        # The converter falls back to reading config.json itself when this raises (as transformers
+        # does for a model_type it does not know).
         with open(Path(path) / "config.json", encoding="utf-8") as f:
-            return _Config(json.load(f))
+            values = json.load(f)
+        model_type = values.get("model_type")
+        if model_type == "gemma3":  # Gemma3Config: text_config is a whole Gemma3TextConfig
+            text = values.get("text_config") or {}
+            _complete(text, "gemma3_text")
+            values["text_config"] = text
+        elif model_type in _CLASSES:
+            _complete(values, model_type)
+        else:
+            raise ValueError(f"no stand-in config class for model_type {model_type!r}")
+        return _Config(values)
 
 
 class _AutoTokenizer:

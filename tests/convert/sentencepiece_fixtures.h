@@ -39,6 +39,14 @@ class Proto {
     message(2, body);
     return *this;
   }
+  // trainer_spec (field 2) with byte_fallback = 35: SentencePiece itself refuses byte pieces without it.
+  Proto& byte_fallback() {
+    std::vector<uint8_t> body;
+    tag(body, 35, 0);
+    varint(body, 1);
+    message(2, body);
+    return *this;
+  }
   // normalizer_spec (field 3): name = 1 and add_dummy_prefix = 3.
   Proto& normalizer(bool add_dummy_prefix) {
     std::vector<uint8_t> body;

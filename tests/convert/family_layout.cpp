@@ -1,0 +1,261 @@
+#include "family_layout.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "forward_check.h"
+#include "ggufkit/reader.h"
+#include "ggufkit/writer.h"
+
+namespace ggufkit::test {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+enum class Transform { none, plus_one, permute_q, permute_k };
+
+struct Mapped {
+  std::string name;
+  Transform transform = Transform::none;
+};
+
+bool is_gemma3(TinyFamily f) {
+  return f == TinyFamily::gemma3 || f == TinyFamily::gemma3_vision || f == TinyFamily::gemma3_vision_new_names;
+}
+bool is_gemma(TinyFamily f) { return f == TinyFamily::gemma || f == TinyFamily::gemma2 || is_gemma3(f); }
+bool is_phi3(TinyFamily f) { return f == TinyFamily::phi3 || f == TinyFamily::phi3_longrope || f == TinyFamily::phi4_mini; }
+
+// The GGUF name of a checkpoint tensor (after the converter's filters), or nullopt when dropped.
+std::optional<Mapped> map_tensor(TinyFamily f, std::string name) {
+  // TextModel.filter_tensors: multimodal tensors out; ModelBase.filter_tensors: "language_model." removed.
+  if (name.find("vision_") != std::string::npos || name.find("projector.") != std::string::npos) return std::nullopt;
+  if (const size_t at = name.find("language_model."); at != std::string::npos) name.erase(at, 15);
+  // Gemma 1 and 2 drop lm_head.weight (none here: tied).
+  if (name == "lm_head.weight") {
+    if (f == TinyFamily::gemma || f == TinyFamily::gemma2) return std::nullopt;
+    return Mapped{"output.weight"};
+  }
+  const Transform norm = is_gemma(f) ? Transform::plus_one : Transform::none;
+  if (name == "model.embed_tokens.weight") return Mapped{"token_embd.weight"};
+  if (name == "model.norm.weight") return Mapped{"output_norm.weight", norm};
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) != 0) return Mapped{"unmapped:" + name};
+  const size_t dot = name.find('.', prefix.size());
+  const std::string blk = "blk." + name.substr(prefix.size(), dot - prefix.size()) + ".";
+  const std::string rest = name.substr(dot + 1);
+  const bool llama_rope = f == TinyFamily::granite || f == TinyFamily::smollm3;
+  const bool sandwich = f == TinyFamily::gemma2 || is_gemma3(f);
+  if (rest == "input_layernorm.weight") return Mapped{blk + "attn_norm.weight", norm};
+  if (rest == "self_attn.q_proj.weight") return Mapped{blk + "attn_q.weight", llama_rope ? Transform::permute_q : Transform::none};
+  if (rest == "self_attn.k_proj.weight") return Mapped{blk + "attn_k.weight", llama_rope ? Transform::permute_k : Transform::none};
+  if (rest == "self_attn.v_proj.weight") return Mapped{blk + "attn_v.weight"};
+  if (rest == "self_attn.qkv_proj.weight") return Mapped{blk + "attn_qkv.weight"};
+  if (rest == "self_attn.o_proj.weight") return Mapped{blk + "attn_output.weight"};
+  if (rest == "self_attn.q_norm.weight") return Mapped{blk + "attn_q_norm.weight", norm};
+  if (rest == "self_attn.k_norm.weight") return Mapped{blk + "attn_k_norm.weight", norm};
+  if (rest == "post_attention_layernorm.weight") {
+    // FFN_NORM for the pre-norm families; ATTN_POST_NORM where the architecture has one.
+    const bool post = sandwich || f == TinyFamily::olmo2;
+    return Mapped{blk + (post ? "post_attention_norm.weight" : "ffn_norm.weight"), norm};
+  }
+  if (rest == "pre_feedforward_layernorm.weight") return Mapped{blk + "ffn_norm.weight", norm};
+  if (rest == "post_feedforward_layernorm.weight") return Mapped{blk + "post_ffw_norm.weight", norm};
+  if (rest == "mlp.gate_proj.weight") return Mapped{blk + "ffn_gate.weight"};
+  if (rest == "mlp.up_proj.weight") return Mapped{blk + "ffn_up.weight"};
+  if (rest == "mlp.gate_up_proj.weight") return Mapped{blk + "ffn_up.weight"};  // Phi-3: kept fused
+  if (rest == "mlp.down_proj.weight") return Mapped{blk + "ffn_down.weight"};
+  return Mapped{"unmapped:" + name};
+}
+
+std::vector<std::byte> float_bytes(const std::vector<float>& values) {
+  std::vector<std::byte> out(values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+// The config the text model reads: text_config merged over the root, as TextModel.__init__ does.
+Json text_config(const Json& config) {
+  Json c = config;
+  if (const auto it = config.find("text_config"); it != config.end() && it->is_object()) {
+    for (const auto& [key, value] : it->items()) c[key] = value;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string family_gguf_arch(TinyFamily family) {
+  switch (family) {
+    case TinyFamily::gemma: return "gemma";
+    case TinyFamily::gemma2: return "gemma2";
+    case TinyFamily::gemma3:
+    case TinyFamily::gemma3_vision:
+    case TinyFamily::gemma3_vision_new_names: return "gemma3";
+    case TinyFamily::phi3:
+    case TinyFamily::phi3_longrope:
+    case TinyFamily::phi4_mini: return "phi3";
+    case TinyFamily::granite: return "granite";
+    case TinyFamily::olmo2: return "olmo2";
+    case TinyFamily::smollm3: return "smollm3";
+  }
+  return "?";
+}
+
+fs::path family_vocab_gguf(const TinyHfModel& model) {
+  if (model.tokenizer_files.empty()) return {};
+  const auto shared = shared_dir();
+  if (!shared) return {};
+  const bool llama2 = model.tokenizer_files == llama2_tokenizer_dir();
+  return *shared / "corpus/vocab" / (llama2 ? "ggml-vocab-llama-spm.gguf" : "ggml-vocab-llama-bpe.gguf");
+}
+
+std::string write_family_gguf_by_hand(const TinyHfModel& model, const fs::path& out) {
+  const TinyFamily f = model.family;
+  const Json c = text_config(model.config);
+  const std::string arch = family_gguf_arch(f);
+  GgufBuilder b;
+  std::string err;
+  auto set = [&](const std::string& key, MetadataValue value) {
+    if (!err.empty()) return;
+    if (auto r = b.set(key, std::move(value)); !r) err = key + ": " + r.error().describe();
+  };
+  auto u32 = [&](const std::string& suffix, int64_t v) { set(arch + "." + suffix, MetadataValue::of(static_cast<uint32_t>(v))); };
+  auto f32 = [&](const std::string& suffix, double v) { set(arch + "." + suffix, MetadataValue::of(static_cast<float>(v))); };
+  auto num = [&](const std::string& key) { return c.at(key).get<double>(); };
+  auto integer = [&](const std::string& key) { return c.at(key).get<int64_t>(); };
+
+  const int64_t hidden = integer("hidden_size");
+  const int64_t heads = integer("num_attention_heads");
+  const int64_t kv_heads = integer("num_key_value_heads");
+  const int64_t head_dim = hidden / heads;
+
+  set("general.architecture", MetadataValue::string(arch));
+  // (Not "phi3": llama.cpp's vocabulary loader gives a model named phi-3/phi3 Phi-3's token attributes,
+  // which needs an <|endoftext|> token.)
+  set("general.name", MetadataValue::string("tiny random model"));
+  // (Gemma3TextConfig's default where the vision variant's text_config leaves it out.)
+  u32("context_length", c.contains("max_position_embeddings") ? integer("max_position_embeddings") : 131072);
+  u32("embedding_length", hidden);
+  u32("block_count", integer("num_hidden_layers"));
+  u32("feed_forward_length", integer("intermediate_size"));
+  u32("attention.head_count", heads);
+  u32("attention.head_count_kv", kv_heads);
+  f32("attention.layer_norm_rms_epsilon", c.contains("rms_norm_eps") ? num("rms_norm_eps") : 1e-6);
+  set("general.file_type", MetadataValue::of(uint32_t{0}));
+  // Per family (the keys convert_hf_to_gguf.py writes that llama.cpp reads).
+  if (is_gemma(f)) {
+    u32("attention.key_length", integer("head_dim"));
+    u32("attention.value_length", integer("head_dim"));
+  }
+  if (f == TinyFamily::gemma2) {
+    f32("attn_logit_softcapping", num("attn_logit_softcapping"));
+    f32("final_logit_softcapping", num("final_logit_softcapping"));
+    u32("attention.sliding_window", integer("sliding_window"));
+  }
+  if (is_gemma3(f)) {
+    // Gemma3TextConfig's defaults where the vision variant's text_config leaves keys out.
+    f32("rope.freq_base", c.contains("rope_theta") ? num("rope_theta") : 1e6);
+    f32("rope.freq_base_swa", c.contains("rope_local_base_freq") ? num("rope_local_base_freq") : 1e4);
+    if (c.contains("rope_scaling") && c.at("rope_scaling").is_object()) {
+      set(arch + ".rope.scaling.type", MetadataValue::string("linear"));
+      f32("rope.scaling.factor", c.at("rope_scaling").at("factor").get<double>());
+    }
+    u32("attention.sliding_window", integer("sliding_window"));
+  }
+  if (is_phi3(f)) {
+    u32("rope.scaling.original_context_length", integer("original_max_position_embeddings"));
+    const double partial = c.contains("partial_rotary_factor") ? num("partial_rotary_factor") : 1.0;
+    u32("rope.dimension_count", static_cast<int64_t>(partial * static_cast<double>(hidden)) / heads);
+    f32("rope.freq_base", num("rope_theta"));
+    u32("attention.sliding_window", integer("sliding_window"));
+    if (c.contains("rope_scaling") && c.at("rope_scaling").is_object()) {
+      const double scale = num("max_position_embeddings") / num("original_max_position_embeddings");
+      const double original = num("original_max_position_embeddings");
+      f32("rope.scaling.attn_factor", scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(original)) : 1.0);
+    }
+  }
+  if (f == TinyFamily::granite || f == TinyFamily::olmo2 || f == TinyFamily::smollm3) f32("rope.freq_base", num("rope_theta"));
+  if (f == TinyFamily::granite || f == TinyFamily::smollm3) {
+    u32("vocab_size", integer("vocab_size"));
+    u32("rope.dimension_count", head_dim);
+  }
+  if (f == TinyFamily::granite) {
+    f32("attention.scale", num("attention_multiplier"));
+    f32("embedding_scale", num("embedding_multiplier"));
+    f32("residual_scale", num("residual_multiplier"));
+    f32("logit_scale", num("logits_scaling"));
+  }
+
+  // Tokenizer keys: built from the pieces (SentencePiece), or copied from the corpus vocabulary.
+  if (!model.pieces.empty()) {
+    std::vector<std::string> tokens;
+    std::vector<float> scores;
+    std::vector<int32_t> types;
+    for (const TinyPiece& p : model.pieces) {
+      tokens.push_back(p.piece);
+      scores.push_back(p.score);
+      types.push_back(p.type == 4 ? 1 : static_cast<int32_t>(p.type));  // USER_DEFINED as NORMAL
+    }
+    set("tokenizer.ggml.model", MetadataValue::string("llama"));
+    set("tokenizer.ggml.pre", MetadataValue::string("default"));
+    set("tokenizer.ggml.tokens", MetadataValue::string_array(tokens));
+    set("tokenizer.ggml.scores", MetadataValue::array(scores));
+    set("tokenizer.ggml.token_type", MetadataValue::array(types));
+    const bool gemma = is_gemma(f);
+    set("tokenizer.ggml.bos_token_id", MetadataValue::of(static_cast<uint32_t>(gemma ? 2 : 1)));
+    set("tokenizer.ggml.eos_token_id", MetadataValue::of(static_cast<uint32_t>(gemma ? 1 : 2)));
+    set("tokenizer.ggml.unknown_token_id", MetadataValue::of(static_cast<uint32_t>(gemma ? 3 : 0)));
+    if (gemma) set("tokenizer.ggml.add_space_prefix", MetadataValue::of(false));
+  } else {
+    const fs::path vocab_path = family_vocab_gguf(model);
+    if (vocab_path.empty()) return "no vocabulary for the hand-laid file (the shared corpus is absent)";
+    auto vocab = GgufFile::open(vocab_path);
+    if (!vocab) return "cannot open " + vocab_path.string() + ": " + vocab.error().describe();
+    for (const KeyValue& kv : vocab->metadata()) {
+      if (kv.key.starts_with("tokenizer.")) set(std::string(kv.key), MetadataValue::copy_of(kv.value));
+    }
+  }
+  if (!err.empty()) return err;
+
+  // Tensors: generated ones first (Phi-3's rope factors), then the checkpoint's in name order.
+  std::vector<std::pair<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>> planned;
+  if (is_phi3(f) && c.contains("rope_scaling") && c.at("rope_scaling").is_object()) {
+    for (const char* which : {"long", "short"}) {
+      std::vector<float> factors;
+      for (const auto& v : c.at("rope_scaling").at(std::string(which) + "_factor")) factors.push_back(static_cast<float>(v.get<double>()));
+      const auto n = static_cast<int64_t>(factors.size());
+      planned.push_back({std::string("rope_factors_") + which + ".weight", {{n}, std::move(factors)}});
+    }
+  }
+  for (const auto& [hf_name, t] : model.tensors) {
+    const auto mapped = map_tensor(f, hf_name);
+    if (!mapped) continue;
+    if (mapped->name.starts_with("unmapped:")) return "the hand layout cannot map " + hf_name;
+    std::vector<float> values = t.values;
+    switch (mapped->transform) {
+      case Transform::none: break;
+      case Transform::plus_one:
+        for (float& v : values) v = v + 1.0f;  // float32 w + 1, as torch does for an F32 tensor
+        break;
+      case Transform::permute_q: values = permute_rope_rows(values, heads, head_dim, t.shape.at(1)); break;
+      case Transform::permute_k: values = permute_rope_rows(values, kv_heads, head_dim, t.shape.at(1)); break;
+    }
+    std::vector<int64_t> shape(t.shape.rbegin(), t.shape.rend());  // ggml order
+    planned.push_back({mapped->name, {std::move(shape), std::move(values)}});
+  }
+  for (auto& [name, tensor] : planned) {
+    auto r = b.add_tensor(name, TensorType::F32, std::span<const int64_t>(tensor.first), float_bytes(tensor.second));
+    if (!r) return name + ": " + r.error().describe();
+  }
+  WriteOptions options;
+  options.sync = false;
+  if (auto r = b.write_file(out, options); !r) return r.error().describe();
+  return {};
+}
+
+}  // namespace ggufkit::test

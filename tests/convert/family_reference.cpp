@@ -1,0 +1,514 @@
+#include "family_reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+namespace ggufkit::test {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Vector = std::vector<double>;
+
+enum class Cls { llama, gemma, gemma2, gemma3, phi3, granite, olmo2, smollm3 };
+enum class Activation { silu, gelu_tanh, gelu_erf };
+// Where a block's norms are: llama's pre-norms; Gemma 2/3's pre-norms plus post-norms on both
+// branch outputs; OLMo 2's post-norms only.
+enum class Layout { pre_norm, sandwich, post_norm };
+enum class QkNorm { none, per_head, whole };
+
+// One rotary embedding as HF builds it: inv_freq, the attention factor multiplying cos and sin,
+// and how many leading dims of each head it rotates.
+struct Rope {
+  double theta = 10000.0;
+  Vector inv_freq;               // rot_dim / 2 entries
+  double attention_factor = 1.0;
+  int64_t rot_dim = 0;
+  std::string what;              // for describe_hf_semantics
+};
+
+struct Semantics {
+  Cls cls = Cls::llama;
+  std::string hf_class;
+  std::string root;              // "model." or "language_model.model."
+  std::string lm_head;           // the untied output's name
+  int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ff = 0;
+  double eps = 1e-6;
+  bool gemma_norm = false;       // x * (1 + w)
+  bool fused = false;            // Phi-3's qkv_proj and gate_up_proj
+  bool tied = false;
+  Activation act = Activation::silu;
+  Layout layout = Layout::pre_norm;
+  QkNorm qk_norm = QkNorm::none;
+  double embed_scale = 1.0;
+  double attn_scale = 0.0;
+  double attn_softcap = 0.0;     // 0: none
+  double final_softcap = 0.0;
+  double residual_multiplier = 1.0;
+  double logits_divisor = 1.0;
+  int64_t window = 0;
+  std::vector<bool> sliding;     // per layer
+  std::vector<bool> use_rope;    // per layer
+  Rope global_rope, local_rope;  // local: the sliding layers' (Gemma 3)
+  bool local_rope_differs = false;
+};
+
+const Json* member(const Json& j, const std::string& key) {
+  const auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+bool present(const Json& j, const std::string& key) {
+  const Json* v = member(j, key);
+  return v != nullptr && !v->is_null();
+}
+double number(const Json& j, const std::string& key, std::optional<double> fallback = std::nullopt) {
+  const Json* v = member(j, key);
+  if (v != nullptr && v->is_number()) return v->get<double>();
+  if (v != nullptr && !v->is_null()) throw std::invalid_argument("config.json: " + key + " is not a number");
+  if (fallback) return *fallback;
+  throw std::invalid_argument("config.json: " + key + " is required by the reference");
+}
+int64_t integer(const Json& j, const std::string& key, std::optional<int64_t> fallback = std::nullopt) {
+  const Json* v = member(j, key);
+  if (v != nullptr && v->is_number_integer()) return v->get<int64_t>();
+  if (v != nullptr && !v->is_null()) throw std::invalid_argument("config.json: " + key + " is not an integer");
+  if (fallback) return *fallback;
+  throw std::invalid_argument("config.json: " + key + " is required by the reference");
+}
+// An optional number: absent or null is nullopt (HF's None).
+std::optional<double> optional_number(const Json& j, const std::string& key, std::optional<double> fallback) {
+  const Json* v = member(j, key);
+  if (v == nullptr) return fallback;
+  if (v->is_null()) return std::nullopt;
+  return v->get<double>();
+}
+
+Activation activation(const std::string& name) {
+  if (name == "silu" || name == "swish") return Activation::silu;
+  if (name == "gelu_pytorch_tanh" || name == "gelu_new") return Activation::gelu_tanh;
+  if (name == "gelu") return Activation::gelu_erf;
+  throw std::invalid_argument("config.json: activation " + name + " is not modelled by the reference");
+}
+
+// HF's rotary embedding for `rope_scaling` (null: the default one), rope_init_fn's inv_freq and
+// attention factor (modeling_rope_utils.py), for a sequence of `seq_len` tokens.
+Rope make_rope(const Json& c, double theta, const Json* rope_scaling, int64_t rot_dim, int64_t seq_len) {
+  Rope r;
+  r.theta = theta;
+  r.rot_dim = rot_dim;
+  const int64_t pairs = rot_dim / 2;
+  for (int64_t i = 0; i < pairs; ++i) r.inv_freq.push_back(std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rot_dim)));
+  std::ostringstream what;
+  what << "theta " << theta << ", " << rot_dim << " rotated dims";
+  if (rope_scaling == nullptr || rope_scaling->is_null()) {
+    r.what = what.str();
+    return r;
+  }
+  std::string type;
+  if (present(*rope_scaling, "rope_type")) type = (*rope_scaling)["rope_type"].get<std::string>();
+  else if (present(*rope_scaling, "type")) type = (*rope_scaling)["type"].get<std::string>();
+  if (type == "default") {
+    r.what = what.str();
+    return r;
+  }
+  if (type == "linear") {
+    const double factor = number(*rope_scaling, "factor");
+    for (double& f : r.inv_freq) f /= factor;
+    what << ", linear scaling " << factor;
+  } else if (type == "longrope" || type == "su") {
+    // _compute_longrope_parameters (Phi-3): factor from the config's max / original positions.
+    const double max_pos = number(c, "max_position_embeddings");
+    double original = max_pos;
+    double factor = number(*rope_scaling, "factor", 1.0);
+    if (present(c, "original_max_position_embeddings")) {
+      original = number(c, "original_max_position_embeddings");
+      factor = max_pos / original;
+    }
+    if (present(*rope_scaling, "attention_factor")) {
+      r.attention_factor = number(*rope_scaling, "attention_factor");
+    } else {
+      r.attention_factor = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(original));
+    }
+    const bool long_context = static_cast<double>(seq_len) > original;
+    const Json& ext = (*rope_scaling)[long_context ? "long_factor" : "short_factor"];
+    if (!ext.is_array() || static_cast<int64_t>(ext.size()) != pairs) {
+      throw std::invalid_argument("config.json: rope_scaling's factor lists must have rot_dim / 2 entries");
+    }
+    for (int64_t i = 0; i < pairs; ++i) r.inv_freq[static_cast<size_t>(i)] /= ext[static_cast<size_t>(i)].get<double>();
+    what << ", longrope " << (long_context ? "long" : "short") << " factors, attention factor " << r.attention_factor;
+  } else {
+    throw std::invalid_argument("config.json: rope type " + type + " is not modelled by the reference");
+  }
+  r.what = what.str();
+  return r;
+}
+
+Semantics semantics(const Json& config, int64_t seq_len) {
+  Semantics s;
+  const Json* architectures = member(config, "architectures");
+  if (architectures == nullptr || !architectures->is_array() || architectures->empty()) {
+    throw std::invalid_argument("config.json has no architectures");
+  }
+  s.hf_class = (*architectures)[0].get<std::string>();
+  s.root = "model.";
+  s.lm_head = "lm_head.weight";
+  const Json* text = &config;
+  if (s.hf_class == "LlamaForCausalLM") s.cls = Cls::llama;
+  else if (s.hf_class == "GemmaForCausalLM") s.cls = Cls::gemma;
+  else if (s.hf_class == "Gemma2ForCausalLM") s.cls = Cls::gemma2;
+  else if (s.hf_class == "Gemma3ForCausalLM") s.cls = Cls::gemma3;
+  else if (s.hf_class == "Gemma3ForConditionalGeneration") {
+    s.cls = Cls::gemma3;
+    // The text model is config.text_config (a Gemma3TextConfig: its defaults for absent keys); the
+    // weights are language_model.model.* (transformers < 4.52's layout, Google's checkpoints) or
+    // model.language_model.* (later versions'); reference_hf_logits picks the one present.
+    text = member(config, "text_config");
+    if (text == nullptr || !text->is_object()) throw std::invalid_argument("config.json: no text_config");
+    s.root = "language_model.model.";
+    s.lm_head = "language_model.lm_head.weight";
+  } else if (s.hf_class == "Phi3ForCausalLM") s.cls = Cls::phi3;
+  else if (s.hf_class == "GraniteForCausalLM") s.cls = Cls::granite;
+  else if (s.hf_class == "Olmo2ForCausalLM") s.cls = Cls::olmo2;
+  else if (s.hf_class == "SmolLM3ForCausalLM") s.cls = Cls::smollm3;
+  else throw std::invalid_argument("the reference does not model " + s.hf_class);
+  const Json& c = *text;
+  const bool gemma = s.cls == Cls::gemma || s.cls == Cls::gemma2 || s.cls == Cls::gemma3;
+
+  // Sizes: the ones the tiny checkpoints always write are required; Gemma 3's head counts and
+  // head_dim have Gemma3TextConfig's defaults (gemma-3-4b's text_config leaves them out).
+  s.vocab = integer(c, "vocab_size", s.cls == Cls::gemma3 ? std::optional<int64_t>(262208) : std::nullopt);
+  s.hidden = integer(c, "hidden_size");
+  s.layers = integer(c, "num_hidden_layers");
+  s.ff = integer(c, "intermediate_size");
+  s.heads = integer(c, "num_attention_heads", s.cls == Cls::gemma3 ? std::optional<int64_t>(8) : std::nullopt);
+  s.kv_heads = integer(c, "num_key_value_heads", s.cls == Cls::gemma3 ? 4 : s.cls == Cls::gemma ? 16 : s.heads);
+  if (gemma) s.head_dim = integer(c, "head_dim", 256);
+  else if (s.cls == Cls::granite || s.cls == Cls::smollm3) s.head_dim = s.hidden / s.heads;  // no head_dim attribute
+  else s.head_dim = integer(c, "head_dim", s.hidden / s.heads);
+
+  switch (s.cls) {
+    case Cls::phi3: case Cls::olmo2: s.eps = number(c, "rms_norm_eps", 1e-5); break;
+    default: s.eps = number(c, "rms_norm_eps", 1e-6); break;
+  }
+  s.gemma_norm = gemma;
+  s.fused = s.cls == Cls::phi3;
+  s.layout = s.cls == Cls::gemma2 || s.cls == Cls::gemma3 ? Layout::sandwich : s.cls == Cls::olmo2 ? Layout::post_norm : Layout::pre_norm;
+  s.qk_norm = s.cls == Cls::gemma3 ? QkNorm::per_head : s.cls == Cls::olmo2 ? QkNorm::whole : QkNorm::none;
+
+  // Tied output: the class's default (Gemma's and SmolLM3's True, the others' False).
+  const bool tie_default = gemma || s.cls == Cls::smollm3;
+  const Json& tie_source = s.hf_class == "Gemma3ForConditionalGeneration" ? config : c;
+  s.tied = present(tie_source, "tie_word_embeddings") ? tie_source["tie_word_embeddings"].get<bool>() : tie_default;
+
+  // Activation: GemmaMLP reads hidden_act, Gemma2/3MLP hidden_activation, the others hidden_act.
+  if (s.cls == Cls::gemma2 || s.cls == Cls::gemma3) {
+    s.act = activation(present(c, "hidden_activation") ? c["hidden_activation"].get<std::string>() : "gelu_pytorch_tanh");
+  } else if (s.cls == Cls::gemma) {
+    s.act = activation(present(c, "hidden_act") ? c["hidden_act"].get<std::string>() : "gelu_pytorch_tanh");
+  } else {
+    s.act = activation(present(c, "hidden_act") ? c["hidden_act"].get<std::string>() : "silu");
+  }
+
+  if (gemma) s.embed_scale = std::sqrt(static_cast<double>(s.hidden));
+  s.attn_scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  if (s.cls == Cls::gemma2 || s.cls == Cls::gemma3) s.attn_scale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0));
+  if (s.cls == Cls::granite) {
+    s.embed_scale = number(c, "embedding_multiplier", 1.0);
+    s.attn_scale = number(c, "attention_multiplier", 1.0);
+    s.residual_multiplier = number(c, "residual_multiplier", 1.0);
+    s.logits_divisor = number(c, "logits_scaling", 1.0);
+  }
+  if (s.cls == Cls::gemma2) {
+    s.attn_softcap = optional_number(c, "attn_logit_softcapping", 50.0).value_or(0.0);
+    s.final_softcap = optional_number(c, "final_logit_softcapping", 30.0).value_or(0.0);
+  }
+  if (s.cls == Cls::gemma3) {
+    s.attn_softcap = optional_number(c, "attn_logit_softcapping", std::nullopt).value_or(0.0);
+    s.final_softcap = optional_number(c, "final_logit_softcapping", std::nullopt).value_or(0.0);
+  }
+
+  // Sliding-window layers.
+  s.sliding.assign(static_cast<size_t>(s.layers), false);
+  const Json* layer_types = member(c, "layer_types");
+  const bool has_layer_types = layer_types != nullptr && layer_types->is_array();
+  if (has_layer_types && static_cast<int64_t>(layer_types->size()) != s.layers) {
+    throw std::invalid_argument("config.json: layer_types must have num_hidden_layers entries");
+  }
+  auto from_layer_types = [&] {
+    for (int64_t i = 0; i < s.layers; ++i) s.sliding[static_cast<size_t>(i)] = (*layer_types)[static_cast<size_t>(i)] == "sliding_attention";
+  };
+  if (s.cls == Cls::gemma2) {
+    s.window = integer(c, "sliding_window", 4096);
+    if (has_layer_types) from_layer_types();
+    else for (int64_t i = 0; i < s.layers; ++i) s.sliding[static_cast<size_t>(i)] = (i + 1) % 2 != 0;
+  } else if (s.cls == Cls::gemma3) {
+    s.window = integer(c, "sliding_window", 4096);
+    if (has_layer_types) from_layer_types();
+    else {
+      const int64_t pattern = integer(c, "sliding_window_pattern", 6);
+      for (int64_t i = 0; i < s.layers; ++i) s.sliding[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+    }
+  } else if (s.cls == Cls::phi3) {
+    // Phi3Attention passes config.sliding_window to every layer's attention.
+    if (present(c, "sliding_window")) {
+      s.window = integer(c, "sliding_window");
+      s.sliding.assign(static_cast<size_t>(s.layers), true);
+    }
+  } else if (s.cls == Cls::smollm3) {
+    if (present(c, "sliding_window") && c.value("use_sliding_window", false) && has_layer_types) {
+      s.window = integer(c, "sliding_window");
+      from_layer_types();
+    }
+  }
+
+  // Rope.
+  s.use_rope.assign(static_cast<size_t>(s.layers), true);
+  if (s.cls == Cls::smollm3) {
+    const Json* no_rope = member(c, "no_rope_layers");
+    const int64_t interval = integer(c, "no_rope_layer_interval", 4);
+    for (int64_t i = 0; i < s.layers; ++i) {
+      s.use_rope[static_cast<size_t>(i)] = no_rope != nullptr && no_rope->is_array() ? (*no_rope)[static_cast<size_t>(i)].get<int>() != 0
+                                                                                    : (i + 1) % interval != 0;
+    }
+  }
+  const double theta_default = s.cls == Cls::gemma3 ? 1e6 : s.cls == Cls::smollm3 ? 2e6 : 10000.0;
+  const double theta = number(c, "rope_theta", theta_default);
+  int64_t rot_dim = s.head_dim;
+  if (s.cls == Cls::phi3) rot_dim = static_cast<int64_t>(static_cast<double>(s.head_dim) * number(c, "partial_rotary_factor", 1.0));
+  const Json* rope_scaling = member(c, "rope_scaling");
+  s.global_rope = make_rope(c, theta, rope_scaling, rot_dim, seq_len);
+  s.local_rope = s.global_rope;
+  if (s.cls == Cls::gemma3) {
+    s.local_rope = make_rope(c, number(c, "rope_local_base_freq", 10000.0), nullptr, rot_dim, seq_len);
+    s.local_rope_differs = true;
+  }
+  return s;
+}
+
+// y = W x for a PyTorch linear weight [out_features, in_features], rows [row_begin, row_end).
+Vector linear(const HfTensor& weight, const Vector& x, int64_t row_begin = 0, int64_t row_end = -1) {
+  const auto in_features = static_cast<size_t>(weight.shape.at(1));
+  if (x.size() != in_features) throw std::invalid_argument("the reference: a linear layer's input size differs");
+  if (row_end < 0) row_end = weight.shape.at(0);
+  Vector y(static_cast<size_t>(row_end - row_begin), 0.0);
+  for (int64_t o = row_begin; o < row_end; ++o) {
+    const float* row = weight.values.data() + static_cast<size_t>(o) * in_features;
+    double sum = 0;
+    for (size_t i = 0; i < in_features; ++i) sum += static_cast<double>(row[i]) * x[i];
+    y[static_cast<size_t>(o - row_begin)] = sum;
+  }
+  return y;
+}
+
+// RMSNorm over x[begin, begin + n), in place: x / sqrt(mean(x^2) + eps) * w (or * (1 + w)).
+void rms_norm_in_place(double* x, size_t n, const HfTensor& weight, double eps, bool plus_one) {
+  if (weight.values.size() != n) throw std::invalid_argument("the reference: a norm weight's size differs");
+  double mean_square = 0;
+  for (size_t i = 0; i < n; ++i) mean_square += x[i] * x[i];
+  mean_square /= static_cast<double>(n);
+  const double scale = 1.0 / std::sqrt(mean_square + eps);
+  for (size_t i = 0; i < n; ++i) x[i] = x[i] * scale * (plus_one ? 1.0 + weight.values[i] : weight.values[i]);
+}
+Vector rms_norm(Vector x, const HfTensor& weight, double eps, bool plus_one) {
+  rms_norm_in_place(x.data(), x.size(), weight, eps, plus_one);
+  return x;
+}
+
+// rotate_half on the first rot_dim dims of one head: element i pairs with i + rot_dim / 2.
+void apply_rope(double* head, const Rope& rope, int64_t position) {
+  const int64_t half = rope.rot_dim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const double angle = static_cast<double>(position) * rope.inv_freq[static_cast<size_t>(i)];
+    const double c = std::cos(angle) * rope.attention_factor;
+    const double s = std::sin(angle) * rope.attention_factor;
+    const double first = head[i];
+    const double second = head[i + half];
+    head[i] = first * c - second * s;
+    head[i + half] = second * c + first * s;
+  }
+}
+
+// ggml's CPU GELU (tanh approximation) with GGML_GELU_FP16: |x| >= 10 exactly 0 or x, otherwise
+// the half-precision table entry of the half-rounded input, the entry being the float32 GELU
+// rounded to half.
+double ggml_cpu_gelu(double x) {
+  const auto xf = static_cast<float>(x);
+  if (xf <= -10.0f) return 0.0;
+  if (xf >= 10.0f) return xf;
+  const float h = f16_bits_to_float(float_to_f16_bits(xf));
+  const float k = 0.79788456080286535587989211986876f;  // SQRT_2_OVER_PI
+  const float g = 0.5f * h * (1.0f + std::tanh(k * h * (1.0f + 0.044715f * h * h)));
+  return f16_bits_to_float(float_to_f16_bits(g));
+}
+
+double act(Activation a, double x, GeluEvaluation gelu) {
+  if (a == Activation::gelu_tanh && gelu == GeluEvaluation::ggml_cpu_fp16_table) return ggml_cpu_gelu(x);
+  switch (a) {
+    case Activation::silu: return x / (1.0 + std::exp(-x));
+    case Activation::gelu_tanh: {
+      const double k = std::sqrt(2.0 / std::numbers::pi);
+      return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    case Activation::gelu_erf: return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
+  }
+  return x;
+}
+
+const HfTensor& tensor(const std::map<std::string, HfTensor>& tensors, const std::string& name) {
+  const auto it = tensors.find(name);
+  if (it == tensors.end()) throw std::invalid_argument("the reference: the checkpoint has no " + name);
+  return it->second;
+}
+
+}  // namespace
+
+bool hf_uses_gelu(const Json& config) { return semantics(config, 1).act != Activation::silu; }
+
+std::vector<std::vector<double>> reference_hf_logits(const Json& config, const std::map<std::string, HfTensor>& tensors,
+                                                     const std::vector<int32_t>& tokens, GeluEvaluation gelu) {
+  const size_t n_tokens = tokens.size();
+  Semantics s = semantics(config, static_cast<int64_t>(n_tokens));
+  if (s.root == "language_model.model." && !tensors.contains(s.root + "embed_tokens.weight")) {
+    s.root = "model.language_model.";
+    s.lm_head = "lm_head.weight";
+  }
+  const auto hidden = static_cast<size_t>(s.hidden);
+  const int64_t hd = s.head_dim;
+  const int64_t q_out = s.heads * hd;
+  const int64_t kv_out = s.kv_heads * hd;
+  const int64_t heads_per_kv = s.heads / s.kv_heads;
+  auto T = [&](const std::string& name) -> const HfTensor& { return tensor(tensors, name); };
+
+  const HfTensor& embed = T(s.root + "embed_tokens.weight");
+  std::vector<Vector> x(n_tokens, Vector(hidden));
+  for (size_t t = 0; t < n_tokens; ++t) {
+    const float* row = embed.values.data() + static_cast<size_t>(tokens[t]) * hidden;
+    for (size_t i = 0; i < hidden; ++i) x[t][i] = static_cast<double>(row[i]) * s.embed_scale;
+  }
+
+  for (int64_t layer = 0; layer < s.layers; ++layer) {
+    const std::string p = s.root + "layers." + std::to_string(layer) + ".";
+    const bool sliding = s.sliding[static_cast<size_t>(layer)];
+    const Rope& rope = sliding ? s.local_rope : s.global_rope;
+
+    // Attention.
+    std::vector<Vector> q(n_tokens), k(n_tokens), v(n_tokens);
+    for (size_t t = 0; t < n_tokens; ++t) {
+      const Vector h = s.layout == Layout::post_norm ? x[t] : rms_norm(x[t], T(p + "input_layernorm.weight"), s.eps, s.gemma_norm);
+      if (s.fused) {
+        const HfTensor& qkv = T(p + "self_attn.qkv_proj.weight");
+        q[t] = linear(qkv, h, 0, q_out);
+        k[t] = linear(qkv, h, q_out, q_out + kv_out);
+        v[t] = linear(qkv, h, q_out + kv_out, q_out + 2 * kv_out);
+      } else {
+        q[t] = linear(T(p + "self_attn.q_proj.weight"), h);
+        k[t] = linear(T(p + "self_attn.k_proj.weight"), h);
+        v[t] = linear(T(p + "self_attn.v_proj.weight"), h);
+      }
+      if (s.qk_norm == QkNorm::whole) {
+        rms_norm_in_place(q[t].data(), q[t].size(), T(p + "self_attn.q_norm.weight"), s.eps, s.gemma_norm);
+        rms_norm_in_place(k[t].data(), k[t].size(), T(p + "self_attn.k_norm.weight"), s.eps, s.gemma_norm);
+      } else if (s.qk_norm == QkNorm::per_head) {
+        for (int64_t h2 = 0; h2 < s.heads; ++h2) {
+          rms_norm_in_place(&q[t][static_cast<size_t>(h2 * hd)], static_cast<size_t>(hd), T(p + "self_attn.q_norm.weight"), s.eps, s.gemma_norm);
+        }
+        for (int64_t h2 = 0; h2 < s.kv_heads; ++h2) {
+          rms_norm_in_place(&k[t][static_cast<size_t>(h2 * hd)], static_cast<size_t>(hd), T(p + "self_attn.k_norm.weight"), s.eps, s.gemma_norm);
+        }
+      }
+      if (s.use_rope[static_cast<size_t>(layer)]) {
+        const auto position = static_cast<int64_t>(t);
+        for (int64_t h2 = 0; h2 < s.heads; ++h2) apply_rope(&q[t][static_cast<size_t>(h2 * hd)], rope, position);
+        for (int64_t h2 = 0; h2 < s.kv_heads; ++h2) apply_rope(&k[t][static_cast<size_t>(h2 * hd)], rope, position);
+      }
+    }
+    std::vector<Vector> branch(n_tokens);
+    for (size_t t = 0; t < n_tokens; ++t) {
+      Vector attended(static_cast<size_t>(q_out), 0.0);
+      // Visible keys: causal, and within the window on sliding layers (t - s < window).
+      const size_t first = sliding && static_cast<int64_t>(t) >= s.window ? t - static_cast<size_t>(s.window) + 1 : 0;
+      for (int64_t head = 0; head < s.heads; ++head) {
+        const auto q_at = static_cast<size_t>(head * hd);
+        const auto kv_at = static_cast<size_t>((head / heads_per_kv) * hd);
+        Vector scores(t + 1 - first);
+        for (size_t j = first; j <= t; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < hd; ++d) dot += q[t][q_at + static_cast<size_t>(d)] * k[j][kv_at + static_cast<size_t>(d)];
+          double score = dot * s.attn_scale;
+          if (s.attn_softcap > 0) score = s.attn_softcap * std::tanh(score / s.attn_softcap);
+          scores[j - first] = score;
+        }
+        const double top = *std::max_element(scores.begin(), scores.end());
+        double total = 0;
+        for (double& score : scores) total += (score = std::exp(score - top));
+        for (size_t j = first; j <= t; ++j) {
+          const double weight = scores[j - first] / total;
+          for (int64_t d = 0; d < hd; ++d) attended[q_at + static_cast<size_t>(d)] += weight * v[j][kv_at + static_cast<size_t>(d)];
+        }
+      }
+      branch[t] = linear(T(p + "self_attn.o_proj.weight"), attended);
+    }
+    for (size_t t = 0; t < n_tokens; ++t) {
+      Vector out = branch[t];
+      if (s.layout != Layout::pre_norm) out = rms_norm(out, T(p + "post_attention_layernorm.weight"), s.eps, s.gemma_norm);
+      for (size_t i = 0; i < hidden; ++i) x[t][i] += s.residual_multiplier * out[i];
+
+      // MLP.
+      Vector h;
+      switch (s.layout) {
+        case Layout::pre_norm: h = rms_norm(x[t], T(p + "post_attention_layernorm.weight"), s.eps, s.gemma_norm); break;
+        case Layout::sandwich: h = rms_norm(x[t], T(p + "pre_feedforward_layernorm.weight"), s.eps, s.gemma_norm); break;
+        case Layout::post_norm: h = x[t]; break;
+      }
+      Vector gate, up;
+      if (s.fused) {
+        const HfTensor& gate_up = T(p + "mlp.gate_up_proj.weight");
+        gate = linear(gate_up, h, 0, s.ff);
+        up = linear(gate_up, h, s.ff, 2 * s.ff);
+      } else {
+        gate = linear(T(p + "mlp.gate_proj.weight"), h);
+        up = linear(T(p + "mlp.up_proj.weight"), h);
+      }
+      for (size_t i = 0; i < up.size(); ++i) up[i] *= act(s.act, gate[i], gelu);
+      Vector down = linear(T(p + "mlp.down_proj.weight"), up);
+      if (s.layout != Layout::pre_norm) down = rms_norm(down, T(p + "post_feedforward_layernorm.weight"), s.eps, s.gemma_norm);
+      for (size_t i = 0; i < hidden; ++i) x[t][i] += s.residual_multiplier * down[i];
+    }
+  }
+
+  const HfTensor& head = s.tied ? embed : T(s.lm_head);
+  std::vector<Vector> logits(n_tokens);
+  for (size_t t = 0; t < n_tokens; ++t) {
+    logits[t] = linear(head, rms_norm(x[t], T(s.root + "norm.weight"), s.eps, s.gemma_norm));
+    for (double& l : logits[t]) {
+      l /= s.logits_divisor;
+      if (s.final_softcap > 0) l = s.final_softcap * std::tanh(l / s.final_softcap);
+    }
+  }
+  return logits;
+}
+
+std::string describe_hf_semantics(const Json& config) {
+  const Semantics s = semantics(config, 12);
+  std::ostringstream out;
+  out << s.hf_class << ": " << s.layers << " layers, attention scale " << s.attn_scale;
+  if (s.attn_softcap > 0) out << ", attention soft cap " << s.attn_softcap;
+  if (s.final_softcap > 0) out << ", final soft cap " << s.final_softcap;
+  if (s.embed_scale != 1.0) out << ", embeddings x " << s.embed_scale;
+  if (s.residual_multiplier != 1.0) out << ", residual x " << s.residual_multiplier;
+  if (s.logits_divisor != 1.0) out << ", logits / " << s.logits_divisor;
+  out << (s.tied ? ", tied output" : ", untied output");
+  out << "; rope " << s.global_rope.what;
+  if (s.local_rope_differs) out << " (sliding layers: " << s.local_rope.what << ")";
+  out << "; layers:";
+  for (int64_t i = 0; i < s.layers; ++i) {
+    out << " " << i << "=" << (s.sliding[static_cast<size_t>(i)] ? "sliding(" + std::to_string(s.window) + ")" : "global")
+        << (s.use_rope[static_cast<size_t>(i)] ? "" : "/no-rope");
+  }
+  return out.str();
+}
+
+}  // namespace ggufkit::test

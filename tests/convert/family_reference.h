@@ -1,0 +1,72 @@
+// A plain float64 forward pass of Hugging Face's causal LMs as transformers computes them, driven by
+// the checkpoint's config.json (read as the class's config does, its defaults for absent keys) and
+// its weights in PyTorch layout: the yardstick llama.cpp's logits of a converted checkpoint are
+// measured against, for every family of family_checkpoint.h (and LlamaForCausalLM, which checks
+// this pass against reference_forward.h's).
+//
+// What is modelled, by class (transformers 4.57's modeling files):
+//   LlamaForCausalLM, SmolLM3ForCausalLM: pre-norm blocks, SwiGLU, rotate_half rope; SmolLM3 skips
+//     rope in the layers whose no_rope_layers entry is 0.
+//   GraniteForCausalLM: + embeddings * embedding_multiplier, attention scale attention_multiplier
+//     (instead of head_dim^-0.5), residual branches * residual_multiplier, logits / logits_scaling.
+//   Phi3ForCausalLM: fused qkv_proj (q rows, k rows, v rows) and gate_up_proj (gate rows, up rows);
+//     rope on the first int(head_dim * partial_rotary_factor) dims of each head (rotate_half
+//     within them); longrope: inv_freq_i = 1 / (ext_i * theta^(2i/rot_dim)) with the short factors
+//     while the sequence is no longer than original_max_position_embeddings, cos and sin times
+//     sqrt(1 + ln(max_position_embeddings / original) / ln(original)); sliding_window on every layer.
+//   GemmaForCausalLM: embeddings * sqrt(hidden), RMSNorm x * (1 + w), GELU (tanh approximation for
+//     gelu_pytorch_tanh), tied output.
+//   Gemma2ForCausalLM: + post_attention_layernorm on the attention output, pre/post_feedforward_layernorm,
+//     scores scaled by query_pre_attn_scalar^-0.5 then capped cap * tanh(s / cap) before the mask,
+//     logits capped likewise, sliding window (kv visible when q - kv < sliding_window) on the layers
+//     layer_types says (default: even layers).
+//   Gemma3ForCausalLM / Gemma3ForConditionalGeneration (text_config): Gemma 2 without the soft caps
+//     (unless set), q_norm/k_norm per head before rope, sliding layers by layer_types or
+//     sliding_window_pattern (default 6: every 6th layer global), rope_local_base_freq on sliding
+//     layers, rope_theta and rope_scaling (linear) on global ones.
+//   Olmo2ForCausalLM: no input norms; q_norm/k_norm over the whole q and k projections;
+//     post_attention_layernorm and post_feedforward_layernorm on the branch outputs.
+// Anything else a config asks for (another rope type, another activation) throws
+// std::invalid_argument: the reference never silently computes something else.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "family_checkpoint.h"
+#include "tiny_checkpoint.h"
+
+namespace ggufkit::test {
+
+// How the GELU of the GELU families is evaluated: exactly (HF's float math, here in float64), or as
+// ggml's CPU backend does (ggml_vec_geglu_f32 with GGML_GELU_FP16: the input rounded to half, the
+// result looked up in a table of half values), which is the only place where llama.cpp's CPU
+// graph is not float32 math and costs up to ~1e-3 of a logit's value (~3e-2 relative on a small
+// one). Tests comparing with llama.cpp use the second, so that their tolerance stays 1e-3 for
+// everything else; both are reported.
+enum class GeluEvaluation { exact, ggml_cpu_fp16_table };
+
+// The logits of every position of `tokens` (one causal sequence from position 0):
+// result[position][token id].
+std::vector<std::vector<double>> reference_hf_logits(const nlohmann::ordered_json& config,
+                                                     const std::map<std::string, HfTensor>& tensors,
+                                                     const std::vector<int32_t>& tokens,
+                                                     GeluEvaluation gelu = GeluEvaluation::exact);
+
+inline std::vector<std::vector<double>> reference_family_logits(const TinyHfModel& model, const std::vector<int32_t>& tokens,
+                                                                GeluEvaluation gelu = GeluEvaluation::exact) {
+  return reference_hf_logits(model.config, model.tensors, tokens, gelu);
+}
+
+// Whether the class's MLP uses GELU (then GeluEvaluation matters).
+bool hf_uses_gelu(const nlohmann::ordered_json& config);
+
+// The per-layer choices the reference makes for `config` (for the tests' messages): which layers
+// use a sliding window, which skip rope, the rope base of each layer, the attention scale.
+std::string describe_hf_semantics(const nlohmann::ordered_json& config);
+
+}  // namespace ggufkit::test
