@@ -66,6 +66,7 @@ enum class ConvertTransform : uint8_t {
   permute_rope,   // rows regrouped per head as LlamaModel.permute (Q and K of llama)
   generated,      // computed by the converter (llama 3's rope_freqs, Phi-3's rope factors)
   norm_shift,     // 1 added to every value (Gemma's norms: HF computes x * (1 + w))
+  stack_experts,  // one 3-D tensor of every expert's 2-D tensor (expert_sources), streamed row by row
 };
 std::string_view convert_transform_name(ConvertTransform transform);
 
@@ -78,6 +79,8 @@ struct ConvertTensorPlan {
   ConvertTransform transform = ConvertTransform::none;
   int64_t permute_heads = 0;                 // heads the rows are grouped in (permute_rope)
   std::vector<float> generated;              // the values of a generated tensor
+  // stack_experts: each expert's checkpoint tensor, by expert (source is the first).
+  std::vector<const SafetensorsTensor*> expert_sources;
   uint64_t bytes = 0;                        // in the output, without padding
   std::string note;                          // why the type is not the output type, when it is not
 };

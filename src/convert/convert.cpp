@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -99,9 +100,25 @@ void shift_norm(SafetensorsDtype dtype, float* values, int64_t count) {
 struct RuleMatch {
   const TensorRule* rule = nullptr;
   int64_t layer = -1;
+  int64_t expert = -1;  // a stack_experts rule's expert
 };
 
-std::optional<RuleMatch> match_rule(const Family& family, std::string_view name, int64_t block_count) {
+// An expert's index in `name`, matched against a stack_experts rule's "prefix{}suffix".
+std::optional<int64_t> match_expert(std::string_view pattern, std::string_view name, int64_t n_expert) {
+  const size_t hole = pattern.find("{}");
+  const std::string_view before = pattern.substr(0, hole), after = pattern.substr(hole + 2);
+  if (name.size() <= before.size() + after.size() || !name.starts_with(before) || !name.ends_with(after)) return std::nullopt;
+  const std::string_view digits = name.substr(before.size(), name.size() - before.size() - after.size());
+  if (digits.size() > 9 || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;
+  int64_t expert = 0;
+  for (char ch : digits) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    expert = expert * 10 + (ch - '0');
+  }
+  return expert < n_expert ? std::optional<int64_t>{expert} : std::nullopt;
+}
+
+std::optional<RuleMatch> match_rule(const Family& family, std::string_view name, int64_t block_count, int64_t n_expert) {
   for (const TensorRule& r : family.global_tensors) {
     if (r.hf_name == name) return RuleMatch{&r, -1};
   }
@@ -118,7 +135,11 @@ std::optional<RuleMatch> match_rule(const Family& family, std::string_view name,
   if (layer >= block_count || (dot > 1 && name[0] == '0')) return std::nullopt;
   name.remove_prefix(dot + 1);
   for (const TensorRule& r : family.layer_tensors) {
-    if (r.hf_name == name) return RuleMatch{&r, layer};
+    if (r.transform == ConvertTransform::stack_experts) {
+      if (const auto expert = match_expert(r.hf_name, name, n_expert)) return RuleMatch{&r, layer, *expert};
+    } else if (r.hf_name == name) {
+      return RuleMatch{&r, layer};
+    }
   }
   return std::nullopt;
 }
@@ -126,8 +147,10 @@ std::optional<RuleMatch> match_rule(const Family& family, std::string_view name,
 std::string gguf_name_of(const RuleMatch& m) {
   return m.layer < 0 ? std::string(m.rule->gguf_name) : fmt::format("blk.{}.{}", m.layer, m.rule->gguf_name);
 }
-std::string hf_name_of(const TensorRule& r, int64_t layer) {
-  return layer < 0 ? std::string(r.hf_name) : fmt::format("model.layers.{}.{}", layer, r.hf_name);
+std::string hf_name_of(const TensorRule& r, int64_t layer, int64_t expert = -1) {
+  std::string name(r.hf_name);
+  if (const size_t hole = name.find("{}"); hole != std::string::npos) name.replace(hole, 2, std::to_string(std::max<int64_t>(expert, 0)));
+  return layer < 0 ? name : fmt::format("model.layers.{}.{}", layer, name);
 }
 
 // The output type of a tensor (ModelBase.prepare_tensors): 1-D tensors, norms and anything not a
@@ -135,6 +158,11 @@ std::string hf_name_of(const TensorRule& r, int64_t layer) {
 TensorType choose_type(const ConvertTensorPlan& t, TensorType out_type, std::string& note) {
   if (t.shape.size() <= 1 || t.gguf_name.ends_with("_norm.weight") || !t.gguf_name.ends_with(".weight")) {
     if (out_type != TensorType::F32) note = "1-D or norm: kept F32";
+    return TensorType::F32;
+  }
+  // The routers (ffn_gate_inp, ffn_gate_inp_shexp) are always F32, as llama-quantize keeps them.
+  if (t.gguf_name.ends_with(".ffn_gate_inp.weight") || t.gguf_name.ends_with(".ffn_gate_inp_shexp.weight")) {
+    if (out_type != TensorType::F32) note = "expert router: kept F32";
     return TensorType::F32;
   }
   const TypeTraits& traits = type_traits(out_type);
@@ -195,6 +223,26 @@ void add_sampling_keys(ConvertPlan& plan, const std::filesystem::path& dir) {
   }
 }
 
+// gguf.size_label of GGUFWriter.get_total_parameter_count: "8x7.2B" for a mixture of experts (the
+// experts' count, the shared parameters and one expert's), else "1.1B".
+std::string size_label(const ConvertPlan& plan) {
+  uint64_t shared = 0, per_expert = 0, expert_sum = 0, expert_tensors = 0;
+  for (const ConvertTensorPlan& t : plan.tensors) {
+    uint64_t size = 1;
+    for (const int64_t d : t.shape) size *= static_cast<uint64_t>(d);
+    if (t.gguf_name.find("_exps.") != std::string::npos && t.shape.size() >= 3) {
+      const auto count = static_cast<uint64_t>(t.gguf_name.ends_with(".bias") ? t.shape[1] : t.shape[2]);
+      per_expert += size / count;
+      expert_sum += count;
+      ++expert_tensors;
+    } else {
+      shared += size;
+    }
+  }
+  if (expert_tensors == 0 || expert_sum / expert_tensors == 0) return model_size_label(plan.parameter_count);
+  return fmt::format("{}x{}", expert_sum / expert_tensors, model_size_label(shared + per_expert));
+}
+
 // general.name and friends (Metadata.load's heuristics on _name_or_path, then the directory name),
 // after general.architecture (GGUFWriter's first key) and what tensor preparation wrote.
 void add_general_keys(ConvertPlan& plan, const HfConfig& c, const std::filesystem::path& dir) {
@@ -216,7 +264,7 @@ void add_general_keys(ConvertPlan& plan, const HfConfig& c, const std::filesyste
   const std::string dir_name = std::filesystem::absolute(folder).lexically_normal().filename().string();
   fill(model_name_parts(dir_name, total));
   if (!meta.name) meta.name = dir_name;
-  if (!meta.size_label && total > 0) meta.size_label = model_size_label(plan.parameter_count);
+  if (!meta.size_label && total > 0) meta.size_label = size_label(plan);
 
   add_key(plan, "general.type", MetadataValue::string("model"));
   add_sampling_keys(plan, dir);
@@ -266,6 +314,77 @@ std::string text_model_name(std::string_view name) {
   return std::string(name);
 }
 
+// The experts of each layer, gathered as the checkpoint's tensors are read: when a layer has every
+// expert of every stack_experts rule, its stacked tensors are planned there, in the table's order
+// (the Python converter's modify_tensors yields them when the last one arrives).
+class ExpertStacks {
+ public:
+  ExpertStacks(const Family& family, const HfConfig& c) : c_(c) {
+    for (const TensorRule& r : family.layer_tensors) {
+      if (r.transform == ConvertTransform::stack_experts) rules_.push_back(&r);
+    }
+  }
+
+  Expected<void> add(ConvertPlan& plan, const RuleMatch& m, const SafetensorsTensor* source, const std::vector<int64_t>& shape) {
+    Layer& layer = layers_[m.layer];
+    if (layer.sources.empty()) layer.sources.assign(rules_.size() * static_cast<size_t>(c_.n_expert), nullptr);
+    const auto rule = static_cast<size_t>(std::find(rules_.begin(), rules_.end(), m.rule) - rules_.begin());
+    layer.sources[rule * static_cast<size_t>(c_.n_expert) + static_cast<size_t>(m.expert)] = source;
+    layer.shapes.resize(rules_.size());
+    layer.shapes[rule] = shape;
+    if (++layer.count < layer.sources.size()) return {};
+    for (size_t k = 0; k < rules_.size(); ++k) {
+      ConvertTensorPlan t;
+      t.hf_name = hf_name_of(*rules_[k], m.layer);
+      t.gguf_name = gguf_name_of(RuleMatch{rules_[k], m.layer});
+      t.shape.assign(layer.shapes[k].rbegin(), layer.shapes[k].rend());
+      t.shape.push_back(c_.n_expert);
+      t.transform = ConvertTransform::stack_experts;
+      t.expert_sources.assign(layer.sources.begin() + static_cast<std::ptrdiff_t>(k * static_cast<size_t>(c_.n_expert)),
+                              layer.sources.begin() + static_cast<std::ptrdiff_t>((k + 1) * static_cast<size_t>(c_.n_expert)));
+      t.source = t.expert_sources.front();
+      for (const SafetensorsTensor* s : t.expert_sources) {
+        if (s->dtype != t.source->dtype) {
+          return tensor_error(s->name, fmt::format("dtype {} differs from the other experts' {}", safetensors_dtype_name(s->dtype),
+                                                   safetensors_dtype_name(t.source->dtype)));
+        }
+      }
+      plan.tensors.push_back(std::move(t));
+    }
+    layers_.erase(m.layer);
+    done_.insert(m.layer);
+    return {};
+  }
+
+  // Every layer's experts were all there (the Python converter refuses "Unprocessed experts").
+  Expected<void> finish(std::map<std::string, bool>& seen) const {
+    for (const auto& [index, layer] : layers_) {
+      for (size_t i = 0; i < layer.sources.size(); ++i) {
+        if (layer.sources[i] == nullptr) {
+          const auto n = static_cast<size_t>(c_.n_expert);
+          return tensor_error(hf_name_of(*rules_[i / n], index, static_cast<int64_t>(i % n)),
+                              "missing from the checkpoint (the other experts of its layer are there)");
+        }
+      }
+    }
+    for (const int64_t layer : done_) {
+      for (const TensorRule* r : rules_) seen[gguf_name_of(RuleMatch{r, layer})] = true;
+    }
+    return {};
+  }
+
+ private:
+  struct Layer {
+    std::vector<const SafetensorsTensor*> sources;  // by rule, then expert
+    std::vector<std::vector<int64_t>> shapes;       // by rule: one expert's HF shape
+    size_t count = 0;
+  };
+  const HfConfig& c_;
+  std::vector<const TensorRule*> rules_;
+  std::map<int64_t, Layer> layers_;
+  std::set<int64_t> done_;
+};
+
 Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter& keys, const Family& family,
                             const ConvertOptions& options) {
   const HfConfig& c = in.config;
@@ -280,6 +399,7 @@ Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter&
     embedding_rows = *rows;
   }
   std::map<std::string, bool> seen;  // gguf names planned
+  ExpertStacks experts(family, c);
   for (const SafetensorsTensor* source : tensors_in_python_order(*plan.model)) {
     const std::string& original = source->name;
     if (original.ends_with(".attention.masked_bias") || original.ends_with(".attention.bias") ||
@@ -289,7 +409,7 @@ Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter&
       continue;
     }
     const std::string name = text_model_name(original);
-    const auto match = match_rule(family, name, c.block_count);
+    const auto match = match_rule(family, name, c.block_count, c.n_expert);
     if (!match) {
       return tensor_error(original, fmt::format("not a tensor of {} that the converter knows (no GGUF name for it)", plan.hf_architecture));
     }
@@ -304,6 +424,10 @@ Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter&
     if (source->shape != expected) {
       return tensor_error(original, fmt::format("shape {} does not match config.json's {}", shape_text(source->shape),
                                                 shape_text(expected)));
+    }
+    if (rule.transform == ConvertTransform::stack_experts) {
+      if (auto r = experts.add(plan, *match, source, expected); !r) return r;
+      continue;
     }
     ConvertTensorPlan t;
     t.hf_name = original;
@@ -321,6 +445,7 @@ Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter&
     seen[t.gguf_name] = true;
     plan.tensors.push_back(std::move(t));
   }
+  if (auto r = experts.finish(seen); !r) return r;
   // Every required tensor is there; lm_head may be absent only with tied embeddings.
   const bool tied_explicitly_off = c.root.contains("tie_word_embeddings") && c.root["tie_word_embeddings"] == false;
   auto check = [&](const TensorRule& r, int64_t layer) -> Expected<void> {
@@ -398,6 +523,16 @@ class TensorStream {
     return head * rows_per_head + (within % 2) * half + within / 2;
   }
 
+  // Where output row `row` starts in the checkpoint, rows of `row_bytes` there: a stacked
+  // tensor's rows come expert after expert, each from that expert's tensor.
+  static const std::byte* row_data(const ConvertTensorPlan& t, int64_t row, size_t row_bytes) {
+    if (t.transform == ConvertTransform::stack_experts) {
+      const int64_t per_expert = t.shape[1];
+      return t.expert_sources[static_cast<size_t>(row / per_expert)]->data.data() + static_cast<size_t>(row % per_expert) * row_bytes;
+    }
+    return t.source->data.data() + static_cast<size_t>(source_row(t, row)) * row_bytes;
+  }
+
   // The checkpoint's own element type when the output keeps it (F32 -> F32, F16 -> F16,
   // BF16 -> BF16): the rows are copied, not widened and narrowed.
   static bool keeps_source_type(const ConvertTensorPlan& t) {
@@ -443,8 +578,8 @@ class TensorStream {
     if (keeps_source_type(t)) {
       quant::parallel_ranges(rows, threads, rows_per_task, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-          copy_row(t, t.source->data.data() + static_cast<size_t>(source_row(t, first + r)) * dst_row,
-                   encoded_.data() + static_cast<size_t>(r) * dst_row, static_cast<size_t>(dst_row));
+          copy_row(t, row_data(t, first + r, static_cast<size_t>(dst_row)), encoded_.data() + static_cast<size_t>(r) * dst_row,
+                   static_cast<size_t>(dst_row));
         }
       });
       return {};
@@ -463,7 +598,7 @@ class TensorStream {
           continue;
         }
         const uint32_t bytes = safetensors_dtype_bytes(t.source->dtype);
-        const std::byte* src = t.source->data.data() + static_cast<size_t>(from * ne0) * bytes;
+        const std::byte* src = row_data(t, first + r, static_cast<size_t>(ne0) * bytes);
         if (source_type) {
           const std::span<const std::byte> row(src, static_cast<size_t>(ne0) * bytes);
           if (!dequantize(*source_type, row, std::span<float>(dst, static_cast<size_t>(ne0)))) failed = true;
@@ -510,6 +645,7 @@ std::string_view convert_transform_name(ConvertTransform transform) {
     case ConvertTransform::permute_rope: return "permute_rope";
     case ConvertTransform::generated: return "generated";
     case ConvertTransform::norm_shift: return "norm_shift";
+    case ConvertTransform::stack_experts: return "stack_experts";
   }
   return "unknown";
 }
@@ -594,6 +730,7 @@ Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::p
   write_options.progress = [&](size_t done, size_t all) {
     const ConvertTensorPlan& t = plan.tensors[done - 1];
     if (t.source != nullptr) release_pages(t.source->data);
+    for (const SafetensorsTensor* expert : t.expert_sources) release_pages(expert->data);
     if (options.progress) options.progress(done, all);
   };
   write_options.tensor_progress = options.tensor_progress;

@@ -16,11 +16,15 @@ extern const Family kPhi3Family;
 extern const Family kSmolLM3Family;
 extern const Family kGraniteFamily;
 extern const Family kOlmo2Family;
+extern const Family kMixtralFamily;
+extern const Family kQwen2MoeFamily;
+extern const Family kQwen3MoeFamily;
 
 namespace {
 
 const std::array kFamilies = {&kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily, &kGemma2Family, &kGemma3Family,
-                              &kPhi3Family, &kSmolLM3Family, &kGraniteFamily, &kOlmo2Family};
+                              &kPhi3Family, &kSmolLM3Family, &kGraniteFamily, &kOlmo2Family,
+                              &kMixtralFamily, &kQwen2MoeFamily, &kQwen3MoeFamily};
 
 }  // namespace
 

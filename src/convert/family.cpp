@@ -156,6 +156,19 @@ Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const
     if (!v) return std::move(v).error();
     *field = *v;
   }
+  // The mixture-of-experts sizes, when config.json has them.
+  auto moe_size = [&](int64_t& field, std::initializer_list<std::string_view> keys) -> Expected<void> {
+    const Json* v = c.find(keys);
+    if (v == nullptr) return {};
+    if (!v->is_number_integer() || v->get<int64_t>() <= 0 || v->get<int64_t>() >= kMaxConfigValue) {
+      return config_error(std::string(*keys.begin()), fmt::format("expected a positive integer below 2^31, found {}", v->dump()));
+    }
+    field = v->get<int64_t>();
+    return {};
+  };
+  if (auto r = moe_size(c.n_expert, {"num_local_experts", "num_experts", "n_routed_experts"}); !r) return std::move(r).error();
+  if (auto r = moe_size(c.n_ff_expert, {"moe_intermediate_size"}); !r) return std::move(r).error();
+  if (auto r = moe_size(c.n_ff_shared, {"shared_expert_intermediate_size"}); !r) return std::move(r).error();
   auto kv = c.optional_int("num_key_value_heads");
   if (!kv) return std::move(kv).error();
   c.has_head_kv = kv->has_value();
@@ -218,6 +231,10 @@ int64_t dim_value(const HfConfig& c, Dim d) {
     case Dim::kv_out: return c.n_head_kv * c.head_dim;
     case Dim::qkv_out: return (c.n_head + 2 * c.n_head_kv) * c.head_dim;
     case Dim::head_dim: return c.head_dim;
+    case Dim::ff_expert: return c.n_ff_expert;
+    case Dim::ff_shared: return c.n_ff_shared;
+    case Dim::one: return 1;
+    case Dim::experts: return c.n_expert;
   }
   return 0;
 }

@@ -40,6 +40,9 @@ Error tensor_error(std::string_view name, std::string message);
 struct HfConfig {
   Json root;
   int64_t block_count = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, head_dim = 0, vocab = 0;
+  // Mixture of experts (0 when config.json has none): experts (num_local_experts / num_experts),
+  // an expert's and the shared expert's feed-forward sizes.
+  int64_t n_expert = 0, n_ff_expert = 0, n_ff_shared = 0;
   bool has_head_kv = false, has_head_dim = false;
   std::optional<std::string> name_or_path;  // config.json's own _name_or_path (gguf-py's metadata reads the file)
   Json rope;            // rope_parameters / rope_scaling with rope_theta, ... mirrored in (TextModel.__init__)
@@ -94,6 +97,10 @@ enum class Dim : uint8_t {
   kv_out,     // num_key_value_heads * head_dim
   qkv_out,    // q_out + 2 * kv_out (a fused qkv_proj)
   head_dim,   // head_dim, or hidden_size / num_attention_heads
+  ff_expert,  // moe_intermediate_size (an expert's feed-forward)
+  ff_shared,  // shared_expert_intermediate_size
+  one,        // 1 (Qwen2-MoE's shared expert gate, one row)
+  experts,    // num_local_experts / num_experts (a router's rows)
 };
 int64_t dim_value(const HfConfig& c, Dim d);
 
@@ -104,7 +111,11 @@ enum class Presence : uint8_t {
 };
 
 // One checkpoint tensor: its HF name (per layer: after "model.layers.N."), its GGUF name (per
-// layer: after "blk.N."), its HF shape (outermost first) and what happens to it.
+// layer: after "blk.N."), its HF shape (outermost first) and what happens to it. A stack_experts
+// rule names each expert's tensor with "{}" for the expert's index ("mlp.experts.{}.up_proj.weight");
+// the experts of a layer become one 3-D tensor [experts, rows, cols] (ggml: {cols, rows, experts})
+// when the last of them is read, as the Python converter's modify_tensors stacks them, the stacked
+// tensors in the table's order.
 struct TensorRule {
   std::string_view hf_name;
   std::string_view gguf_name;
@@ -176,6 +187,10 @@ Expected<void> llama3_rope_freqs(const FamilyInput& in, KeyWriter& keys, std::ve
 Expected<void> llama_model_keys(const FamilyInput& in, KeyWriter& w);
 // A generated F32 tensor of `values`, shape {values.size()} (or `shape` when given).
 ConvertTensorPlan generated_tensor(std::string gguf_name, std::vector<float> values);
+
+// Qwen2Model's and Qwen3Model's attention (families/qwen.cpp), for the MoE families built on them.
+std::span<const TensorRule> qwen2_attention();
+std::span<const TensorRule> qwen3_attention();
 
 // LlamaModel's block (families/llama.cpp): q and k permuted for llama.cpp's adjacent-pair rope;
 // Granite and SmolLM3 are LlamaModel subclasses with the same block.

@@ -52,6 +52,10 @@ constexpr std::string_view kQwen3Classes[] = {"Qwen3ForCausalLM"};
 
 }  // namespace
 
+// The attention of each block (input norm to o_proj): the MoE families build on it.
+std::span<const TensorRule> qwen2_attention() { return std::span(kQwen2Layer).first(8); }
+std::span<const TensorRule> qwen3_attention() { return std::span(kQwen3Layer).first(7); }
+
 // Qwen2Model.set_gguf_parameters is TextModel's (and a pooling type for embedding models only).
 extern const Family kQwen2Family{
     .gguf_name = "qwen2",
