@@ -19,12 +19,13 @@ extern const Family kOlmo2Family;
 extern const Family kMixtralFamily;
 extern const Family kQwen2MoeFamily;
 extern const Family kQwen3MoeFamily;
+extern const Family kMistral3Family;
 
 namespace {
 
 const std::array kFamilies = {&kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily, &kGemma2Family, &kGemma3Family,
                               &kPhi3Family, &kSmolLM3Family, &kGraniteFamily, &kOlmo2Family,
-                              &kMixtralFamily, &kQwen2MoeFamily, &kQwen3MoeFamily};
+                              &kMixtralFamily, &kQwen2MoeFamily, &kQwen3MoeFamily, &kMistral3Family};
 
 }  // namespace
 
