@@ -67,6 +67,9 @@ enum class ConvertTransform : uint8_t {
   generated,      // computed by the converter (llama 3's rope_freqs, Phi-3's rope factors)
   norm_shift,     // 1 added to every value (Gemma's norms: HF computes x * (1 + w))
   stack_experts,  // one 3-D tensor of every expert's 2-D tensor (expert_sources), streamed row by row
+  deinterleave,   // every `stride`-th value of each row from `offset` (gpt-oss's interleaved gate/up biases)
+  mxfp4_repack,   // gpt-oss's MXFP4 blocks and scales as ggml MXFP4 blocks, bits moved, no value changed;
+                  // rows every `stride`-th from `offset` (its interleaved gate/up rows)
 };
 std::string_view convert_transform_name(ConvertTransform transform);
 
@@ -81,6 +84,9 @@ struct ConvertTensorPlan {
   std::vector<float> generated;              // the values of a generated tensor
   // stack_experts: each expert's checkpoint tensor, by expert (source is the first).
   std::vector<const SafetensorsTensor*> expert_sources;
+  // mxfp4_repack: the scales of `source`'s blocks.
+  const SafetensorsTensor* scales = nullptr;
+  int64_t stride = 1, offset = 0;            // deinterleave, mxfp4_repack
   uint64_t bytes = 0;                        // in the output, without padding
   std::string note;                          // why the type is not the output type, when it is not
 };

@@ -47,6 +47,7 @@ namespace {
 
 constexpr int64_t kValuesPerStep = int64_t{1} << 20;  // values converted at a time (4 MiB of floats)
 constexpr int64_t kValuesPerTask = int64_t{1} << 16;  // a thread's share of a step
+constexpr uint32_t kMostlyMxfp4Moe = 38;                // llama_ftype LLAMA_FTYPE_MOSTLY_MXFP4_MOE
 std::string shape_text(std::span<const int64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 bool dtype_readable(SafetensorsDtype d) {
@@ -157,9 +158,12 @@ std::string hf_name_of(const TensorRule& r, int64_t layer, int64_t expert = -1) 
 // ".weight" stay F32; a quantized type falls back to F16 when rows do not fill its blocks.
 TensorType choose_type(const ConvertTensorPlan& t, TensorType out_type, std::string& note) {
   if (t.shape.size() <= 1 || t.gguf_name.ends_with("_norm.weight") || !t.gguf_name.ends_with(".weight")) {
-    if (out_type != TensorType::F32) note = "1-D or norm: kept F32";
+    if (out_type != TensorType::F32) {
+      note = t.shape.size() <= 1 ? "1-D: kept F32" : t.gguf_name.ends_with("_norm.weight") ? "norm: kept F32" : "not a weight: kept F32";
+    }
     return TensorType::F32;
   }
+  if (t.transform == ConvertTransform::mxfp4_repack) return TensorType::MXFP4;  // written as the checkpoint has it
   // The routers (ffn_gate_inp, ffn_gate_inp_shexp) are always F32, as llama-quantize keeps them.
   if (t.gguf_name.ends_with(".ffn_gate_inp.weight") || t.gguf_name.ends_with(".ffn_gate_inp_shexp.weight")) {
     if (out_type != TensorType::F32) note = "expert router: kept F32";
@@ -400,8 +404,9 @@ Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter&
   }
   std::map<std::string, bool> seen;  // gguf names planned
   ExpertStacks experts(family, c);
-  for (const SafetensorsTensor* source : tensors_in_python_order(*plan.model)) {
+  for (const SafetensorsTensor* source : in.tensors) {
     const std::string& original = source->name;
+    if (family.consumed != nullptr && family.consumed(original)) continue;
     if (original.ends_with(".attention.masked_bias") || original.ends_with(".attention.bias") ||
         original.ends_with(".rotary_emb.inv_freq") || is_multimodal_tensor(original) ||
         std::find(family.dropped.begin(), family.dropped.end(), original) != family.dropped.end()) {
@@ -429,21 +434,32 @@ Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter&
       if (auto r = experts.add(plan, *match, source, expected); !r) return r;
       continue;
     }
-    ConvertTensorPlan t;
-    t.hf_name = original;
-    t.gguf_name = gguf_name_of(*match);
-    t.shape.assign(expected.rbegin(), expected.rend());
-    if (embedding_rows && t.gguf_name == "token_embd.weight" && *embedding_rows < t.shape[1]) {
-      t.shape[1] = *embedding_rows;  // the first rows: the real vocabulary (Gemma3Model.modify_tensors)
+    // The rule, and the rules after it for the same checkpoint tensor (a tensor split in parts:
+    // gpt-oss's interleaved gate/up biases), each one output tensor.
+    const auto table = match->layer < 0 ? family.global_tensors : family.layer_tensors;
+    for (const TensorRule* part = &rule; part != table.data() + table.size() && part->hf_name == rule.hf_name; ++part) {
+      ConvertTensorPlan t;
+      t.hf_name = original;
+      t.gguf_name = gguf_name_of(RuleMatch{part, match->layer});
+      t.shape.assign(expected.rbegin(), expected.rend());
+      if (embedding_rows && t.gguf_name == "token_embd.weight" && *embedding_rows < t.shape[1]) {
+        t.shape[1] = *embedding_rows;  // the first rows: the real vocabulary (Gemma3Model.modify_tensors)
+      }
+      t.source = source;
+      t.transform = part->transform;
+      if (t.transform == ConvertTransform::permute_rope) {
+        t.permute_heads = part->kv_heads ? c.n_head_kv : c.n_head;
+        if (c.head_dim % 2 != 0) return tensor_error(original, fmt::format("head_dim {} is odd: the rows cannot be permuted", c.head_dim));
+      }
+      if (t.transform == ConvertTransform::deinterleave) {  // every second value, from the part's own
+        if (t.shape[0] % 2 != 0) return tensor_error(original, fmt::format("rows of {} values cannot be split in two", t.shape[0]));
+        t.shape[0] /= 2;
+        t.stride = 2;
+        t.offset = part->part;
+      }
+      seen[t.gguf_name] = true;
+      plan.tensors.push_back(std::move(t));
     }
-    t.source = source;
-    t.transform = rule.transform;
-    if (t.transform == ConvertTransform::permute_rope) {
-      t.permute_heads = rule.kv_heads ? c.n_head_kv : c.n_head;
-      if (c.head_dim % 2 != 0) return tensor_error(original, fmt::format("head_dim {} is odd: the rows cannot be permuted", c.head_dim));
-    }
-    seen[t.gguf_name] = true;
-    plan.tensors.push_back(std::move(t));
   }
   if (auto r = experts.finish(seen); !r) return r;
   // Every required tensor is there; lm_head may be absent only with tied embeddings.
@@ -533,10 +549,38 @@ class TensorStream {
     return t.source->data.data() + static_cast<size_t>(source_row(t, row)) * row_bytes;
   }
 
+  // One row of an MXFP4 tensor from gpt-oss's blocks and scales: per 32 values, the scale byte (an
+  // E8M0 exponent, as ggml keeps it) and 16 bytes of 4-bit codes. The checkpoint packs values 2j
+  // and 2j + 1 in byte j (low nibble first); ggml packs values j and j + 16. The codes themselves
+  // are the same. Row r of an expert is the checkpoint's row r * stride + offset (gpt-oss
+  // interleaves the gate and up rows).
+  static void repack_mxfp4_row(const ConvertTensorPlan& t, int64_t row, std::byte* out) {
+    const int64_t n_blocks = t.shape[0] / 32;
+    const int64_t rows = t.shape[1];
+    const int64_t source_rows = t.scales->shape[1];
+    const int64_t expert = row / rows;
+    const int64_t from = expert * source_rows + (row % rows) * t.stride + t.offset;
+    const auto* blocks = reinterpret_cast<const uint8_t*>(t.source->data.data()) + from * n_blocks * 16;
+    const auto* scales = reinterpret_cast<const uint8_t*>(t.scales->data.data()) + from * n_blocks;
+    auto* dst = reinterpret_cast<uint8_t*>(out);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      uint8_t codes[32];
+      for (int j = 0; j < 16; ++j) {
+        codes[2 * j] = blocks[b * 16 + j] & 0x0F;
+        codes[2 * j + 1] = static_cast<uint8_t>(blocks[b * 16 + j] >> 4);
+      }
+      dst[b * 17] = scales[b];
+      for (int j = 0; j < 16; ++j) dst[b * 17 + 1 + j] = static_cast<uint8_t>(codes[j] | (codes[j + 16] << 4));
+    }
+  }
+
   // The checkpoint's own element type when the output keeps it (F32 -> F32, F16 -> F16,
   // BF16 -> BF16): the rows are copied, not widened and narrowed.
   static bool keeps_source_type(const ConvertTensorPlan& t) {
-    if (t.source == nullptr || t.transform == ConvertTransform::generated || t.transform == ConvertTransform::norm_shift) return false;
+    if (t.source == nullptr || (t.transform != ConvertTransform::none && t.transform != ConvertTransform::permute_rope &&
+                                t.transform != ConvertTransform::stack_experts)) {
+      return false;
+    }
     switch (t.source->dtype) {
       case SafetensorsDtype::F32: return t.type == TensorType::F32;
       case SafetensorsDtype::F16: return t.type == TensorType::F16;
@@ -575,6 +619,12 @@ class TensorStream {
     encoded_.resize(static_cast<size_t>(static_cast<uint64_t>(rows) * dst_row));
     const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / ne0);
     const unsigned threads = options_.threads.count;
+    if (t.transform == ConvertTransform::mxfp4_repack) {
+      quant::parallel_ranges(rows, threads, rows_per_task, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) repack_mxfp4_row(t, first + r, encoded_.data() + static_cast<size_t>(r) * dst_row);
+      });
+      return {};
+    }
     if (keeps_source_type(t)) {
       quant::parallel_ranges(rows, threads, rows_per_task, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
@@ -598,13 +648,17 @@ class TensorStream {
           continue;
         }
         const uint32_t bytes = safetensors_dtype_bytes(t.source->dtype);
-        const std::byte* src = row_data(t, first + r, static_cast<size_t>(ne0) * bytes);
+        const int64_t width = ne0 * t.stride;  // values of the checkpoint's row
+        const std::byte* src = row_data(t, first + r, static_cast<size_t>(width) * bytes);
+        std::vector<float> wide(t.stride > 1 ? static_cast<size_t>(width) : 0);
+        float* into = t.stride > 1 ? wide.data() : dst;
         if (source_type) {
-          const std::span<const std::byte> row(src, static_cast<size_t>(ne0) * bytes);
-          if (!dequantize(*source_type, row, std::span<float>(dst, static_cast<size_t>(ne0)))) failed = true;
+          const std::span<const std::byte> row(src, static_cast<size_t>(width) * bytes);
+          if (!dequantize(*source_type, row, std::span<float>(into, static_cast<size_t>(width)))) failed = true;
         } else {
-          widen(t.source->dtype, src, dst, ne0);
+          widen(t.source->dtype, src, into, width);
         }
+        for (int64_t i = 0; t.stride > 1 && i < ne0; ++i) dst[i] = wide[static_cast<size_t>(i * t.stride + t.offset)];
         if (t.transform == ConvertTransform::norm_shift) shift_norm(t.source->dtype, dst, ne0);
       }
       if (float_output) {
@@ -646,6 +700,8 @@ std::string_view convert_transform_name(ConvertTransform transform) {
     case ConvertTransform::generated: return "generated";
     case ConvertTransform::norm_shift: return "norm_shift";
     case ConvertTransform::stack_experts: return "stack_experts";
+    case ConvertTransform::deinterleave: return "deinterleave";
+    case ConvertTransform::mxfp4_repack: return "mxfp4_repack";
   }
   return "unknown";
 }
@@ -690,7 +746,13 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
   auto model = SafetensorsModel::open(model_dir);
   if (!model) return std::move(model).error();
   plan.model = std::make_shared<const SafetensorsModel>(std::move(*model));
-  const FamilyInput in{*config, model_dir, plan.file_type};
+  // ModelBase.prepare_metadata: an MXFP4 checkpoint (gpt-oss) kept as it is is MOSTLY_MXFP4_MOE.
+  if (const auto q = config->root.find("quantization_config"); q != config->root.end() && q->is_object() &&
+      q->value("quant_method", Json()) == "mxfp4" && (plan.file_type == 0 || plan.file_type == 1 || plan.file_type == 32)) {
+    plan.file_type = kMostlyMxfp4Moe;
+  }
+  const std::vector<const SafetensorsTensor*> ordered = tensors_in_python_order(*plan.model);
+  const FamilyInput in{*config, model_dir, plan.file_type, ordered};
   // The order of gguf-py's writer: general.architecture when it is made, what prepare_tensors
   // adds (Phi-3's rope attention factor), the general.* metadata, set_gguf_parameters.
   KeyWriter writer(plan.metadata, plan.architecture);
@@ -730,6 +792,7 @@ Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::p
   write_options.progress = [&](size_t done, size_t all) {
     const ConvertTensorPlan& t = plan.tensors[done - 1];
     if (t.source != nullptr) release_pages(t.source->data);
+    if (t.scales != nullptr) release_pages(t.scales->data);
     for (const SafetensorsTensor* expert : t.expert_sources) release_pages(expert->data);
     if (options.progress) options.progress(done, all);
   };

@@ -20,12 +20,14 @@ extern const Family kMixtralFamily;
 extern const Family kQwen2MoeFamily;
 extern const Family kQwen3MoeFamily;
 extern const Family kMistral3Family;
+extern const Family kGptOssFamily;
 
 namespace {
 
 const std::array kFamilies = {&kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily, &kGemma2Family, &kGemma3Family,
                               &kPhi3Family, &kSmolLM3Family, &kGraniteFamily, &kOlmo2Family,
-                              &kMixtralFamily, &kQwen2MoeFamily, &kQwen3MoeFamily, &kMistral3Family};
+                              &kMixtralFamily, &kQwen2MoeFamily, &kQwen3MoeFamily, &kMistral3Family,
+                              &kGptOssFamily};
 
 }  // namespace
 

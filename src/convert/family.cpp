@@ -235,6 +235,7 @@ int64_t dim_value(const HfConfig& c, Dim d) {
     case Dim::ff_shared: return c.n_ff_shared;
     case Dim::one: return 1;
     case Dim::experts: return c.n_expert;
+    case Dim::heads: return c.n_head;
   }
   return 0;
 }

@@ -101,6 +101,7 @@ enum class Dim : uint8_t {
   ff_shared,  // shared_expert_intermediate_size
   one,        // 1 (Qwen2-MoE's shared expert gate, one row)
   experts,    // num_local_experts / num_experts (a router's rows)
+  heads,      // num_attention_heads (gpt-oss's attention sinks)
 };
 int64_t dim_value(const HfConfig& c, Dim d);
 
@@ -124,6 +125,8 @@ struct TensorRule {
   Presence presence = Presence::required;
   ConvertTransform transform = ConvertTransform::none;
   bool kv_heads = false;      // permute_rope groups the rows by the KV heads (K), not the heads (Q)
+  uint8_t part = 0;           // deinterleave: the first value this rule's tensor takes (the next rule
+                              // with the same hf_name takes another part of the same tensor)
 };
 
 // Metadata keys as gguf-py's GGUFWriter adds them: a key added again is replaced where it stands.
@@ -150,6 +153,8 @@ struct FamilyInput {
   const HfConfig& config;
   const std::filesystem::path& dir;
   uint32_t file_type;                // general.file_type
+  // The checkpoint's tensors in the Python converter's order (shards by name, names sorted).
+  std::span<const SafetensorsTensor* const> tensors = {};
 };
 
 using KeysFunction = Expected<void> (*)(const FamilyInput&, KeyWriter&);
@@ -168,6 +173,9 @@ struct Family {
   std::span<const ConfigClass> config_classes = {};  // by model_type
   // Checkpoint tensors the family drops (GemmaModel.filter_tensors drops lm_head.weight).
   std::span<const std::string_view> dropped = {};
+  // Checkpoint tensors its extra_tensors turns into others (gpt-oss's MXFP4 blocks and scales):
+  // not matched against the tables.
+  bool (*consumed)(std::string_view name) = nullptr;
   // Rows token_embd keeps when the family truncates it to the real vocabulary (Gemma 3).
   VocabRowsFunction embedding_rows = nullptr;
 };
