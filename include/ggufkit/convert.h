@@ -70,6 +70,8 @@ enum class ConvertTransform : uint8_t {
   deinterleave,   // every `stride`-th value of each row from `offset` (gpt-oss's interleaved gate/up biases)
   mxfp4_repack,   // gpt-oss's MXFP4 blocks and scales as ggml MXFP4 blocks, bits moved, no value changed;
                   // rows every `stride`-th from `offset` (its interleaved gate/up rows)
+  split_experts,  // a half of each expert's rows of a fused 3-D tensor (mlp.experts.gate_up_proj),
+                  // from row `offset` of each expert
 };
 std::string_view convert_transform_name(ConvertTransform transform);
 
@@ -86,7 +88,7 @@ struct ConvertTensorPlan {
   std::vector<const SafetensorsTensor*> expert_sources;
   // mxfp4_repack: the scales of `source`'s blocks.
   const SafetensorsTensor* scales = nullptr;
-  int64_t stride = 1, offset = 0;            // deinterleave, mxfp4_repack
+  int64_t stride = 1, offset = 0;            // deinterleave, mxfp4_repack, split_experts
   uint64_t bytes = 0;                        // in the output, without padding
   std::string note;                          // why the type is not the output type, when it is not
 };

@@ -426,6 +426,7 @@ Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter&
     }
     std::vector<int64_t> expected{dim_value(c, rule.rows)};
     if (rule.cols != Dim::none) expected.push_back(dim_value(c, rule.cols));
+    if (rule.experts != Dim::none) expected.insert(expected.begin(), dim_value(c, rule.experts));
     if (source->shape != expected) {
       return tensor_error(original, fmt::format("shape {} does not match config.json's {}", shape_text(source->shape),
                                                 shape_text(expected)));
@@ -450,6 +451,11 @@ Expected<void> plan_tensors(ConvertPlan& plan, const FamilyInput& in, KeyWriter&
       if (t.transform == ConvertTransform::permute_rope) {
         t.permute_heads = part->kv_heads ? c.n_head_kv : c.n_head;
         if (c.head_dim % 2 != 0) return tensor_error(original, fmt::format("head_dim {} is odd: the rows cannot be permuted", c.head_dim));
+      }
+      if (t.transform == ConvertTransform::split_experts) {  // each expert's first or second half of rows
+        if (t.shape[1] % 2 != 0) return tensor_error(original, fmt::format("{} rows per expert cannot be split in two", t.shape[1]));
+        t.shape[1] /= 2;
+        t.offset = part->part * t.shape[1];
       }
       if (t.transform == ConvertTransform::deinterleave) {  // every second value, from the part's own
         if (t.shape[0] % 2 != 0) return tensor_error(original, fmt::format("rows of {} values cannot be split in two", t.shape[0]));
@@ -546,6 +552,11 @@ class TensorStream {
       const int64_t per_expert = t.shape[1];
       return t.expert_sources[static_cast<size_t>(row / per_expert)]->data.data() + static_cast<size_t>(row % per_expert) * row_bytes;
     }
+    if (t.transform == ConvertTransform::split_experts) {  // expert e's rows [offset, offset + rows) of its 2 * rows
+      const int64_t per_expert = t.shape[1];
+      const int64_t from = row / per_expert * 2 * per_expert + t.offset + row % per_expert;
+      return t.source->data.data() + static_cast<size_t>(from) * row_bytes;
+    }
     return t.source->data.data() + static_cast<size_t>(source_row(t, row)) * row_bytes;
   }
 
@@ -578,7 +589,7 @@ class TensorStream {
   // BF16 -> BF16): the rows are copied, not widened and narrowed.
   static bool keeps_source_type(const ConvertTensorPlan& t) {
     if (t.source == nullptr || (t.transform != ConvertTransform::none && t.transform != ConvertTransform::permute_rope &&
-                                t.transform != ConvertTransform::stack_experts)) {
+                                t.transform != ConvertTransform::stack_experts && t.transform != ConvertTransform::split_experts)) {
       return false;
     }
     switch (t.source->dtype) {
@@ -702,6 +713,7 @@ std::string_view convert_transform_name(ConvertTransform transform) {
     case ConvertTransform::stack_experts: return "stack_experts";
     case ConvertTransform::deinterleave: return "deinterleave";
     case ConvertTransform::mxfp4_repack: return "mxfp4_repack";
+    case ConvertTransform::split_experts: return "split_experts";
   }
   return "unknown";
 }

@@ -232,6 +232,7 @@ int64_t dim_value(const HfConfig& c, Dim d) {
     case Dim::qkv_out: return (c.n_head + 2 * c.n_head_kv) * c.head_dim;
     case Dim::head_dim: return c.head_dim;
     case Dim::ff_expert: return c.n_ff_expert;
+    case Dim::ff_expert2: return 2 * c.n_ff_expert;
     case Dim::ff_shared: return c.n_ff_shared;
     case Dim::one: return 1;
     case Dim::experts: return c.n_expert;

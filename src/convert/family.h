@@ -98,6 +98,7 @@ enum class Dim : uint8_t {
   qkv_out,    // q_out + 2 * kv_out (a fused qkv_proj)
   head_dim,   // head_dim, or hidden_size / num_attention_heads
   ff_expert,  // moe_intermediate_size (an expert's feed-forward)
+  ff_expert2, // 2 * moe_intermediate_size (an expert's fused gate_up_proj)
   ff_shared,  // shared_expert_intermediate_size
   one,        // 1 (Qwen2-MoE's shared expert gate, one row)
   experts,    // num_local_experts / num_experts (a router's rows)
@@ -125,8 +126,10 @@ struct TensorRule {
   Presence presence = Presence::required;
   ConvertTransform transform = ConvertTransform::none;
   bool kv_heads = false;      // permute_rope groups the rows by the KV heads (K), not the heads (Q)
-  uint8_t part = 0;           // deinterleave: the first value this rule's tensor takes (the next rule
-                              // with the same hf_name takes another part of the same tensor)
+  uint8_t part = 0;           // deinterleave: the first value this rule's tensor takes; split_experts:
+                              // which half of each expert's rows (the next rule with the same
+                              // hf_name takes another part of the same tensor)
+  Dim experts = Dim::none;    // Dim::experts for a checkpoint tensor of every expert ([experts, rows, cols])
 };
 
 // Metadata keys as gguf-py's GGUFWriter adds them: a key added again is replaced where it stands.

@@ -16,6 +16,20 @@ constexpr TensorRule kExperts[] = {
     {"mlp.experts.{}.down_proj.weight", "ffn_down_exps.weight", Dim::embd, Dim::ff_expert, Presence::required, ConvertTransform::stack_experts},
     {"mlp.experts.{}.gate_proj.weight", "ffn_gate_exps.weight", Dim::ff_expert, Dim::embd, Presence::required, ConvertTransform::stack_experts},
     {"mlp.experts.{}.up_proj.weight", "ffn_up_exps.weight", Dim::ff_expert, Dim::embd, Presence::required, ConvertTransform::stack_experts},
+    // Newer checkpoints hold each kind's experts in one 3-D tensor (with or without ".weight"):
+    // down as it is, gate_up split in its gate and up halves (Qwen2MoeModel.modify_tensors).
+    {"mlp.experts.down_proj", "ffn_down_exps.weight", Dim::embd, Dim::ff_expert, Presence::optional, ConvertTransform::none,
+     false, 0, Dim::experts},
+    {"mlp.experts.down_proj.weight", "ffn_down_exps.weight", Dim::embd, Dim::ff_expert, Presence::optional,
+     ConvertTransform::none, false, 0, Dim::experts},
+    {"mlp.experts.gate_up_proj", "ffn_gate_exps.weight", Dim::ff_expert2, Dim::embd, Presence::optional,
+     ConvertTransform::split_experts, false, 0, Dim::experts},
+    {"mlp.experts.gate_up_proj", "ffn_up_exps.weight", Dim::ff_expert2, Dim::embd, Presence::optional,
+     ConvertTransform::split_experts, false, 1, Dim::experts},
+    {"mlp.experts.gate_up_proj.weight", "ffn_gate_exps.weight", Dim::ff_expert2, Dim::embd, Presence::optional,
+     ConvertTransform::split_experts, false, 0, Dim::experts},
+    {"mlp.experts.gate_up_proj.weight", "ffn_up_exps.weight", Dim::ff_expert2, Dim::embd, Presence::optional,
+     ConvertTransform::split_experts, false, 1, Dim::experts},
 };
 
 constexpr TensorRule kSharedExpert[] = {
