@@ -12,9 +12,12 @@
 set -euo pipefail
 
 readonly NLC_VERSION="3.21.1"
-# Real Hugging Face tokenizer files (tokenizer.json, tokenizer_config.json) for gguf convert's tests.
+# Real Hugging Face tokenizer files (tokenizer.json, tokenizer_config.json) for gguf convert's tests:
+# one for each tokenizer.ggml.pre name llama.cpp's converter gives them (tests/convert/pre_tokenizer_test.cpp).
 readonly TOKENIZERS_VERSION="3.7.2"
-readonly TOKENIZER_PACKAGES=(tokenizer-llama3 tokenizer-llama2 tokenizer-qwen3)
+readonly TOKENIZER_PACKAGES=(tokenizer-llama3 tokenizer-llama2 tokenizer-qwen3 tokenizer-llama3_1 tokenizer-gpt2
+                             tokenizer-gpt4 tokenizer-gpt4o tokenizer-mistral_nemo tokenizer-deepseek_v3
+                             tokenizer-command_r_plus)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly ROOT
 readonly ORACLE_DIR="$ROOT/.oracle"
@@ -42,13 +45,17 @@ tokenizers_present() {
 # Python parts of the llama.cpp source that node-llama-cpp ships as a git bundle, checked out into
 # $ORACLE_DIR/llama.cpp: gguf-py (its scripts are oracles too: gguf_hash.py, gguf_convert_endian.py)
 # and the Hugging Face converter, convert_hf_to_gguf.py with its conversion/ package (gguf convert's
-# oracle, run by tests/convert/reference_convert.py). A checkout missing some of them gets them added.
-readonly LLAMA_CPP_PATHS=(gguf-py convert_hf_to_gguf.py conversion)
+# oracle, run by tests/convert/reference_convert.py), and three vocabularies of its models/ that no
+# tokenizer package has (refact, starcoder, mpt: pre_tokenizer_test.cpp rebuilds their tokenizer.json).
+# A checkout missing some of them gets them added.
+readonly LLAMA_CPP_PATHS=(gguf-py convert_hf_to_gguf.py conversion models/ggml-vocab-refact.gguf
+                          models/ggml-vocab-starcoder.gguf models/ggml-vocab-mpt.gguf)
 install_llama_cpp_sources() {
   local bundle="$ORACLE_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle"
   local src="$ORACLE_DIR/llama.cpp"
   [[ -f "$src/gguf-py/gguf/scripts/gguf_hash.py" && -f "$src/convert_hf_to_gguf.py" &&
-     -f "$src/conversion/__init__.py" ]] && return 0
+     -f "$src/conversion/__init__.py" && -f "$src/models/ggml-vocab-refact.gguf" &&
+     -f "$src/models/ggml-vocab-starcoder.gguf" && -f "$src/models/ggml-vocab-mpt.gguf" ]] && return 0
   [[ -f "$bundle" ]] || die "$bundle is missing"
   command -v git >/dev/null 2>&1 || die "git not found (scripts/install-deps.sh test installs it)"
   # Its own .git, tested directly: `git -C` would find the project's repository above it.

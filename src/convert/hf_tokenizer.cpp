@@ -13,11 +13,10 @@
 //     else the GPT-2 BPE path (_set_vocab_gpt2, llama 3).
 //
 // Where we cannot do what llama.cpp does, because it runs Hugging Face's tokenizer:
-//   - tokenizer.ggml.pre: llama.cpp hashes the token ids of a fixed text. We recognise the
-//     pre-tokenizer from tokenizer.json's structure instead (recognise_pre_tokenizer): a Sequence
-//     of a Split on one of the known regexes (llama 3's, Qwen2's) and a ByteLevel without regex,
-//     or a lone ByteLevel with regex (GPT-2). Anything else is refused, as llama.cpp refuses a
-//     hash it does not know.
+//   - tokenizer.ggml.pre: llama.cpp hashes the token ids Hugging Face's tokenizer gives for a
+//     fixed text. We compute the same ids without it (pre_tokenizer.h) for the pre-tokenizers we
+//     know, and look the hash up in llama.cpp's table; another pre-tokenizer, or a hash the table
+//     does not have, is refused (as llama.cpp refuses a hash it does not know).
 //   - added tokens that are not "normalized": llama.cpp replaces their text by
 //     decode(encode(text)); we keep the text (it is the identity for the special tokens of the
 //     models we test).
@@ -41,6 +40,7 @@
 #include <simdjson.h>
 
 #include "convert/checkpoint_files.h"
+#include "convert/pre_tokenizer.h"
 #include "ggufkit/sentencepiece.h"
 
 namespace ggufkit {
@@ -206,44 +206,6 @@ class OrderedMap {
  private:
   std::vector<std::pair<std::string, V>> items_;
 };
-
-// ---- the pre-tokenizer name (tokenizer.ggml.pre) ----
-
-constexpr std::string_view kLlama3Regex =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr std::string_view kQwen2Regex =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
-// The rule that stands in for llama.cpp's hash of a tokenization: llama-bpe for llama 3's split
-// regex (digits in groups of up to 3) without a normalizer; qwen2 for Qwen2's (single digits)
-// with NFC or no normalizer; gpt-2 for a lone ByteLevel pre-tokenizer using its own regex.
-std::optional<std::string> recognise_pre_tokenizer(const json& tokenizer) {
-  const json* pre = member(tokenizer, "pre_tokenizer");
-  const json* normalizer = member(tokenizer, "normalizer");
-  const std::string normalizer_type =
-      normalizer != nullptr ? string_member(*normalizer, "type").value_or("") : "";
-  if (pre == nullptr) return std::nullopt;
-  const std::string type = string_member(*pre, "type").value_or("");
-  if (type == "ByteLevel") {
-    const json* use_regex = member(*pre, "use_regex");
-    if ((use_regex == nullptr || truthy(use_regex)) && normalizer_type.empty()) return "gpt-2";
-    return std::nullopt;
-  }
-  if (type != "Sequence") return std::nullopt;
-  const json* steps = member(*pre, "pretokenizers");
-  if (steps == nullptr || !steps->is_array() || steps->size() != 2) return std::nullopt;
-  const json& split = (*steps)[0];
-  const json& byte_level = (*steps)[1];
-  if (string_member(split, "type") != "Split" || string_member(byte_level, "type") != "ByteLevel") return std::nullopt;
-  if (string_member(split, "behavior") != "Isolated" || truthy(member(split, "invert"))) return std::nullopt;
-  if (truthy(member(byte_level, "use_regex"))) return std::nullopt;
-  const json* pattern = member(split, "pattern");
-  const std::optional<std::string> regex = pattern != nullptr ? string_member(*pattern, "Regex") : std::nullopt;
-  if (!regex) return std::nullopt;
-  if (*regex == kLlama3Regex && normalizer_type.empty()) return "llama-bpe";
-  if (*regex == kQwen2Regex && (normalizer_type.empty() || normalizer_type == "NFC")) return "qwen2";
-  return std::nullopt;
-}
 
 // ---- SpecialVocab (gguf-py/gguf/vocab.py) ----
 
@@ -707,7 +669,7 @@ Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
       vocab[at->second].first = t.id;  // a dict keeps a key's place when its value changes
     }
   }
-  const std::vector<std::pair<uint64_t, std::string_view>> reverse_vocab = by_id(std::move(vocab));
+  const std::vector<std::pair<uint64_t, std::string_view>> reverse_vocab = by_id(vocab);  // vocab: for the check below
   uint64_t vocab_size = index.size();
   if (in.model_config) {
     if (const json* v = member(*in.model_config, "vocab_size"); v != nullptr && !v->is_null()) {
@@ -720,11 +682,15 @@ Expected<void> gpt2_vocab(const Inputs& in, TokenizerMetadata& out) {
   if (!reverse_vocab.empty() && reverse_vocab.back().first >= vocab_size) {
     return tokenizer_error(ErrorCode::bad_header, file, fmt::format("token id {} is not below the vocabulary size {}", reverse_vocab.back().first, vocab_size));
   }
-  const std::optional<std::string> pre = recognise_pre_tokenizer(in.tokenizer);
-  if (!pre) {
-    return tokenizer_error(ErrorCode::invalid_argument, file,
-                           "BPE pre-tokenizer not recognised (known: llama 3's and Qwen2's Split regex with ByteLevel, GPT-2's ByteLevel)");
-  }
+  // get_vocab_base_pre, on get_vocab() (the model's tokens with the added tokens over them).
+  const auto token_id = [&](std::string_view token) -> std::optional<uint64_t> {
+    const auto it = index.find(token);
+    return it != index.end() ? std::optional<uint64_t>(vocab[it->second].first) : std::nullopt;
+  };
+  auto pre = convert_detail::llama_cpp_pre_tokenizer(
+      {in.tokenizer, in.tokenizer_config ? &*in.tokenizer_config : nullptr, in.model_config ? &*in.model_config : nullptr,
+       token_id, in.tokenizer_json.merges});
+  if (!pre) return std::move(pre).error();
 
   // Views into the DOM or *added; the texts made here (padding, user-defined tokens) in `made`.
   std::vector<std::string_view> tokens;

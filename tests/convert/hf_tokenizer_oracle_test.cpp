@@ -88,10 +88,12 @@ void expect_llama_cpp_tokenizes_like_corpus(const std::string& package, const st
   }
 }
 
-TEST(HfTokenizerLlamaCpp, Llama3VocabularyTokenizesCorpusTexts) {
+// Llama 3.1's files, which llama.cpp's converter names llama-bpe as the corpus file (the @lenml
+// "llama3" ones add no BOS: smaug-bpe, which llama.cpp tokenizes without ignore_merges).
+TEST(HfTokenizerLlamaCpp, Llama31VocabularyTokenizesCorpusTexts) {
   GGUFKIT_REQUIRE_SHARED();
-  REQUIRE_PACKAGE("llama3");
-  expect_llama_cpp_tokenizes_like_corpus("llama3", kLlama3Config, "llama-bpe");
+  REQUIRE_PACKAGE("llama3_1");
+  expect_llama_cpp_tokenizes_like_corpus("llama3_1", kLlama3Config, "llama-bpe");
 }
 
 TEST(HfTokenizerLlamaCpp, Qwen3VocabularyTokenizesQwen2CorpusTexts) {

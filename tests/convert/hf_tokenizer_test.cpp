@@ -4,9 +4,13 @@
 // with them.
 //
 // Documented differences with the corpus files (older conversions, or other files than ours):
-//   llama 3 (ggml-vocab-llama-bpe.gguf, Meta-Llama-3-8B): every key of the corpus file is equal;
-//     we also write tokenizer.chat_template, which the @lenml tokenizer_config.json has and the
-//     base model's did not.
+//   llama 3.1 against ggml-vocab-llama-bpe.gguf (Meta-Llama-3-8B): the same vocabulary, merges and
+//     pre-tokenizer name (llama-bpe: both add BOS; the @lenml "llama3" files do not, and llama.cpp's
+//     converter calls them smaug-bpe, pre_tokenizer_test.cpp); every key of the corpus file is equal
+//     but eos, <|eot_id|> in Llama 3.1's tokenizer_config.json (<|end_of_text|> in the corpus file).
+//     We also write add_bos_token true and add_sep_token false (SpecialVocab's reading of the
+//     TemplateProcessing that adds BOS; the corpus file is an older conversion) and
+//     tokenizer.chat_template, which the @lenml tokenizer_config.json has and the base model's did not.
 //   llama 2 (ggml-vocab-llama-spm.gguf): the @lenml "llama2" tokenizer.json is not the same
 //     vocabulary (about 7800 of 32000 pieces differ), and llama.cpp converted the corpus file from
 //     tokenizer.model (SentencePiece: real scores, <unk> UNKNOWN), while a directory with only
@@ -57,10 +61,10 @@ std::vector<std::string> tokenizer_keys(const GgufFile& file) {
 }
 
 
-TEST(HfTokenizer, Llama3EqualsLlamaCppConversion) {
+TEST(HfTokenizer, Llama31EqualsLlamaCppConversion) {
   GGUFKIT_REQUIRE_SHARED();
-  REQUIRE_PACKAGE("llama3");
-  const RemovedOnExit dir{model_dir("llama3", kLlama3Config)};
+  REQUIRE_PACKAGE("llama3_1");
+  const RemovedOnExit dir{model_dir("llama3_1", kLlama3Config)};
   auto meta = convert_hf_tokenizer(dir.path);
   ASSERT_TRUE(meta) << meta.error().describe();
   auto reference = GgufFile::open(vocab_file("llama-bpe"));
@@ -71,14 +75,21 @@ TEST(HfTokenizer, Llama3EqualsLlamaCppConversion) {
   for (const std::string& key : expected_keys) {
     const MetadataValue* ours = find_key(*meta, key);
     ASSERT_NE(ours, nullptr) << key << " is missing";
+    if (key == "tokenizer.ggml.eos_token_id") continue;
     EXPECT_TRUE(same_value(*ours, *reference->get(key))) << key << " differs";
   }
-  // The same keys in the same order, then the chat template the corpus file's model had not.
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.pre")->view().as_string(), "llama-bpe");
+  EXPECT_EQ(reference->get("tokenizer.ggml.eos_token_id")->get<uint32_t>(), 128001u);    // <|end_of_text|>
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eos_token_id")->view().get<uint32_t>(), 128009u);  // <|eot_id|>
+  // The same keys in the same order, then add_bos_token, add_sep_token and the chat template.
   std::vector<std::string> ours = key_names(*meta);
-  ASSERT_EQ(ours.size(), expected_keys.size() + 1);
-  EXPECT_EQ(std::vector<std::string>(ours.begin(), ours.end() - 1), expected_keys);
-  EXPECT_EQ(ours.back(), "tokenizer.chat_template");
-  const auto config = nlohmann::json::parse(read_text(lenml_models("llama3") / "tokenizer_config.json"));
+  ASSERT_EQ(ours.size(), expected_keys.size() + 3) << testing::PrintToString(ours);
+  EXPECT_EQ(std::vector<std::string>(ours.begin(), ours.end() - 3), expected_keys);
+  EXPECT_EQ(std::vector<std::string>(ours.end() - 3, ours.end()),
+            (std::vector<std::string>{"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_sep_token", "tokenizer.chat_template"}));
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_bos_token")->view().get<bool>(), true);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_sep_token")->view().get<bool>(), false);
+  const auto config = nlohmann::json::parse(read_text(lenml_models("llama3_1") / "tokenizer_config.json"));
   EXPECT_EQ(find_key(*meta, "tokenizer.chat_template")->view().as_string(), config["chat_template"].get<std::string>());
 }
 
@@ -172,15 +183,15 @@ TEST(HfTokenizer, Qwen3EqualsQwen2ConversionWhereTheVocabulariesAgree) {
   EXPECT_EQ(our_types[151644], 3);  // <|im_start|>
 }
 
-// A minimal byte-level BPE tokenizer.json the converter accepts; the tests break one part at a time.
+// A small byte-level BPE tokenizer.json the converter accepts: GPT-2's vocabulary cut down to what
+// llama.cpp's pre-tokenizer check uses (228 tokens with their GPT-2 ids, 135 merges, <|endoftext|>
+// 50256), so that its tokenizer.ggml.pre is gpt-2 (a made-up vocabulary is refused, as llama.cpp
+// refuses it: pre_tokenizer_test.cpp). Its directory needs config.json's vocab_size (kGpt2Config):
+// the ids go up to 50256. The tests break one part at a time.
 nlohmann::json minimal_gpt2() {
-  return nlohmann::json::parse(R"({
-    "added_tokens": [{"id": 3, "content": "<|endoftext|>", "special": true, "normalized": false}],
-    "normalizer": null,
-    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
-    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}
-  })");
+  return nlohmann::json::parse(read_text(fs::path(GGUFKIT_SOURCE_DIR) / "tests/convert/data/gpt2-check-subset.tokenizer.json"));
 }
+constexpr const char* kGpt2Config = R"({"vocab_size": 50257})";
 
 // ---- smaller rules of the converter, on synthetic files ----
 
@@ -232,21 +243,27 @@ TEST_F(HfTokenizerRules, LlamaHfVocabulary) {
   EXPECT_EQ(find_key(*meta, "tokenizer.ggml.add_eos_token")->view().get<bool>(), true);
 }
 
-// get_vocab() and its reverse as Python builds them: model.vocab's ids in any order; an added
-// token takes its text's entry (c moves from id 3 to 4) or adds one (<x>); of two tokens of one id
-// the later wins (<x> over b at 1, z at 3 once c has left); the size is the number of distinct
-// tokens (6: [PAD5] fills id 5). A token written twice in model.vocab is refused, with its text.
+// get_vocab() and its reverse as Python builds them, on tokens past GPT-2's (ids from 50257 = B):
+// model.vocab's ids in any order; an added token takes its text's entry (qc moves from B+3 to B+4)
+// or adds one (<x>); of two tokens of one id the later wins (<x> over qb at B+1, qz at B+3 once qc
+// has left); ids config.json's vocab_size leaves free are [PAD] (B+5). A token written twice in
+// model.vocab is refused, with its text.
 TEST_F(HfTokenizerRules, VocabularyInAnyOrderWithAddedTokensOverIds) {
-  write_text(dir_ / "tokenizer.json", R"({
-    "added_tokens": [{"id": 1, "content": "<x>", "special": true}, {"id": 4, "content": "c", "special": false}],
-    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
-    "model": {"type": "BPE", "vocab": {"ab": 2, "b": 1, "a": 0, "z": 3, "c": 3}, "merges": ["a b"]}
-  })");
+  constexpr uint64_t B = 50257;
+  auto j = minimal_gpt2();
+  j["model"]["vocab"].update({{"qab", B + 2}, {"qb", B + 1}, {"qa", B}, {"qz", B + 3}, {"qc", B + 3}});
+  j["added_tokens"].push_back({{"id", B + 1}, {"content", "<x>"}, {"special", true}});
+  j["added_tokens"].push_back({{"id", B + 4}, {"content", "qc"}, {"special", false}});
+  write_text(dir_ / "tokenizer.json", j.dump());
+  write_text(dir_ / "config.json", R"({"vocab_size": 50263})");
   auto meta = convert_hf_tokenizer(dir_);
   ASSERT_TRUE(meta) << meta.error().describe();
-  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view()),
-            (std::vector<std::string>{"a", "<x>", "ab", "z", "c", "[PAD5]"}));
-  EXPECT_EQ(ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view()), (std::vector<int32_t>{1, 3, 1, 1, 4, 5}));
+  const auto tokens = strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view());
+  const auto types = ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view());
+  ASSERT_EQ(tokens.size(), B + 6);
+  EXPECT_EQ(std::vector<std::string>(tokens.begin() + B, tokens.end()),
+            (std::vector<std::string>{"qa", "<x>", "qab", "qz", "qc", "[PAD50262]"}));
+  EXPECT_EQ(std::vector<int32_t>(types.begin() + B, types.end()), (std::vector<int32_t>{1, 3, 1, 1, 4, 5}));
   write_text(dir_ / "tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "a": 2}}})");
   meta = convert_hf_tokenizer(dir_);
   ASSERT_FALSE(meta);
@@ -259,6 +276,7 @@ TEST_F(HfTokenizerRules, VocabularyInAnyOrderWithAddedTokensOverIds) {
 // additional_chat_templates/ written first, then their list, then the default.
 TEST_F(HfTokenizerRules, ChatTemplateFilesAndNamedTemplates) {
   write_text(dir_ / "tokenizer.json", minimal_gpt2().dump());
+  write_text(dir_ / "config.json", kGpt2Config);
   write_text(dir_ / "tokenizer_config.json", R"({"eos_token": "<|endoftext|>"})");
   write_text(dir_ / "chat_template.jinja", "default {{ x }}");
   fs::create_directories(dir_ / "additional_chat_templates");
@@ -270,7 +288,7 @@ TEST_F(HfTokenizerRules, ChatTemplateFilesAndNamedTemplates) {
   EXPECT_EQ(std::vector<std::string>(names.end() - 4, names.end()),
             (std::vector<std::string>{"tokenizer.ggml.eos_token_id", "tokenizer.chat_template.tool_use",
                                       "tokenizer.chat_templates", "tokenizer.chat_template"}));
-  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eos_token_id")->view().get<uint32_t>(), 3u);
+  EXPECT_EQ(find_key(*meta, "tokenizer.ggml.eos_token_id")->view().get<uint32_t>(), 50256u);
   EXPECT_EQ(find_key(*meta, "tokenizer.chat_template.tool_use")->view().as_string(), "tools {{ y }}");
   EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.chat_templates")->view()), std::vector<std::string>{"tool_use"});
   EXPECT_EQ(find_key(*meta, "tokenizer.chat_template")->view().as_string(), "default {{ x }}");
@@ -280,7 +298,10 @@ TEST_F(HfTokenizerRules, ChatTemplateFilesAndNamedTemplates) {
 
 class HfTokenizerRefuses : public testing::Test {
  protected:
-  void SetUp() override { dir_ = test::temp_dir("hf_tokenizer_refusals"); }
+  void SetUp() override {
+    dir_ = test::temp_dir("hf_tokenizer_refusals");
+    write_text(dir_ / "config.json", kGpt2Config);
+  }
   void TearDown() override {
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -295,24 +316,36 @@ class HfTokenizerRefuses : public testing::Test {
 };
 
 TEST_F(HfTokenizerRefuses, AcceptsTheMinimalTokenizer) {
-  write_text(dir_ / "tokenizer.json", minimal_gpt2().dump());
+  const auto j = minimal_gpt2();
+  write_text(dir_ / "tokenizer.json", j.dump());
   auto meta = convert_hf_tokenizer(dir_);
   ASSERT_TRUE(meta) << meta.error().describe();
   EXPECT_EQ(find_key(*meta, "tokenizer.ggml.pre")->view().as_string(), "gpt-2");
-  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view()),
-            (std::vector<std::string>{"a", "b", "ab", "<|endoftext|>"}));
-  EXPECT_EQ(ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view()), (std::vector<int32_t>{1, 1, 1, 3}));
-  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.merges")->view()), std::vector<std::string>{"a b"});
+  const auto tokens = strings_of(find_key(*meta, "tokenizer.ggml.tokens")->view());
+  const auto types = ints_of(find_key(*meta, "tokenizer.ggml.token_type")->view());
+  ASSERT_EQ(tokens.size(), 50257u);
+  ASSERT_EQ(types.size(), 50257u);
+  EXPECT_EQ(tokens[198], "\xC4\x8A");  // Ċ, GPT-2's newline
+  EXPECT_EQ(types[198], 1);
+  EXPECT_EQ(tokens[50255], "[PAD50255]");  // not in the cut vocabulary
+  EXPECT_EQ(types[50255], 5);
+  EXPECT_EQ(tokens[50256], "<|endoftext|>");
+  EXPECT_EQ(types[50256], 3);
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.merges")->view()), j["model"]["merges"].get<std::vector<std::string>>());
 }
 
 TEST_F(HfTokenizerRefuses, MergesAsPairsWithSpacesEncodeTheSpace) {
   auto j = minimal_gpt2();
-  j["model"]["merges"] = nlohmann::json::parse(R"([["a", "b"], ["a b", "c"]])");
+  auto expected = j["model"]["merges"].get<std::vector<std::string>>();
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const std::string& m : expected) pairs.push_back({m.substr(0, m.find(' ')), m.substr(m.find(' ') + 1)});
+  pairs.push_back({"a b", "c"});  // never applies: byte-level symbols have no space
+  j["model"]["merges"] = pairs;
+  expected.push_back("a\xC4\xA0" "b c");
   write_text(dir_ / "tokenizer.json", j.dump());
   auto meta = convert_hf_tokenizer(dir_);
   ASSERT_TRUE(meta) << meta.error().describe();
-  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.merges")->view()),
-            (std::vector<std::string>{"a b", "a\xC4\xA0" "b c"}));
+  EXPECT_EQ(strings_of(find_key(*meta, "tokenizer.ggml.merges")->view()), expected);
 }
 
 TEST_F(HfTokenizerRefuses, NotJson) {
@@ -378,7 +411,7 @@ TEST_F(HfTokenizerRefuses, BadCompanionFiles) {
   write_text(dir_ / "tokenizer_config.json", "{}");
   write_text(dir_ / "config.json", R"({"vocab_size": 2})");  // smaller than the vocabulary
   EXPECT_NE(convert_with(minimal_gpt2().dump()).message.find("vocabulary size"), std::string::npos);
-  write_text(dir_ / "config.json", R"({"eos_token_id": -4})");
+  write_text(dir_ / "config.json", R"({"vocab_size": 50257, "eos_token_id": -4})");
   EXPECT_EQ(convert_with(minimal_gpt2().dump()).file, "config.json");
 }
 
