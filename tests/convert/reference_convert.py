@@ -107,6 +107,19 @@ _CLASSES = {
                  "num_attention_heads": 16, "num_key_value_heads": 4, "max_position_embeddings": 32768,
                  "rms_norm_eps": 1e-6, "rope_theta": 2000000.0}, {"kv"}),
     "olmo2": ({**_LLAMA_LIKE, "vocab_size": 50304, "rms_norm_eps": 1e-5}, {"kv"}),
+    # The mixtures of experts: MixtralConfig leaves head_dim None; Qwen2MoeConfig and Qwen3MoeConfig
+    # have fixed kv head defaults (no fallback to the heads) and no head_dim attribute.
+    "mixtral": ({**_LLAMA_LIKE, "intermediate_size": 14336, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                 "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "num_experts_per_tok": 2, "num_local_experts": 8},
+                {"kv"}),
+    "qwen2_moe": ({"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
+                   "num_attention_heads": 16, "num_key_value_heads": 16, "max_position_embeddings": 32768,
+                   "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "moe_intermediate_size": 1408,
+                   "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4, "num_experts": 60}, set()),
+    "qwen3_moe": ({"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 24,
+                   "num_attention_heads": 32, "num_key_value_heads": 4, "max_position_embeddings": 32768,
+                   "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "moe_intermediate_size": 768,
+                   "num_experts_per_tok": 8, "num_experts": 128}, set()),
 }
 
 

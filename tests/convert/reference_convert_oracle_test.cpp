@@ -41,6 +41,9 @@ constexpr Variant kVariants[] = {
     {"granite_bf16_to_q8_0", false, TinyFamily::granite, CheckpointDtype::BF16, "q8_0", false},
     {"olmo2_f32_to_f16", false, TinyFamily::olmo2, CheckpointDtype::F32, "f16", false},
     {"smollm3_f16_to_f32", false, TinyFamily::smollm3, CheckpointDtype::F16, "f32", false},
+    {"mixtral_f16_to_q8_0", false, TinyFamily::mixtral, CheckpointDtype::F16, "q8_0", true},
+    {"qwen2moe_bf16_to_bf16", false, TinyFamily::qwen2moe, CheckpointDtype::BF16, "bf16", false},
+    {"qwen3moe_f32_to_f16", false, TinyFamily::qwen3moe, CheckpointDtype::F32, "f16", false},
 };
 
 class SameBytesAsLlamaCppConverter : public testing::TestWithParam<Variant> {

@@ -14,6 +14,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+
+void append_value(std::vector<std::byte>& out, float v, CheckpointDtype dtype) {
+  if (dtype == CheckpointDtype::F32) {
+    const auto bits = std::bit_cast<uint32_t>(v);
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::byte>((bits >> (8 * i)) & 0xff));
+    return;
+  }
+  const uint16_t bits = dtype == CheckpointDtype::F16 ? float_to_f16_bits(v) : float_to_bf16_bits(v);
+  out.push_back(static_cast<std::byte>(bits & 0xff));
+  out.push_back(static_cast<std::byte>(bits >> 8));
+}
+
+}  // namespace
+
 // Uniform in [lo, hi) from the generator's raw bits, so the weights do not depend on the standard
 // library's distribution algorithms.
 float uniform(std::mt19937& rng, double lo, double hi) {
@@ -48,19 +62,6 @@ std::string torch_dtype_name(CheckpointDtype dtype) {
   }
   return "float32";
 }
-
-void append_value(std::vector<std::byte>& out, float v, CheckpointDtype dtype) {
-  if (dtype == CheckpointDtype::F32) {
-    const auto bits = std::bit_cast<uint32_t>(v);
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::byte>((bits >> (8 * i)) & 0xff));
-    return;
-  }
-  const uint16_t bits = dtype == CheckpointDtype::F16 ? float_to_f16_bits(v) : float_to_bf16_bits(v);
-  out.push_back(static_cast<std::byte>(bits & 0xff));
-  out.push_back(static_cast<std::byte>(bits >> 8));
-}
-
-}  // namespace
 
 uint16_t float_to_f16_bits(float value) {
   const uint32_t x = std::bit_cast<uint32_t>(value);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,15 @@ std::filesystem::path llama2_tokenizer_dir();
 // tokenizer_config.json into `dir` (created). Returns an empty string, or what went wrong.
 std::string write_checkpoint(const TinyLlama& model, const std::filesystem::path& dir,
                              const std::filesystem::path& tokenizer_dir = llama2_tokenizer_dir());
+
+// Uniform in [lo, hi) from the generator's raw bits, so the weights do not depend on the standard
+// library's distribution algorithms.
+float uniform(std::mt19937& rng, double lo, double hi);
+// The value the checkpoint's dtype stores for `v`.
+float stored_value(float v, CheckpointDtype dtype);
+// "F32", "F16", "BF16" (safetensors) and "float32", "float16", "bfloat16" (config.json's torch_dtype).
+std::string dtype_name(CheckpointDtype dtype);
+std::string torch_dtype_name(CheckpointDtype dtype);
 
 // IEEE half and bfloat16 from float with round-to-nearest-even, and back.
 uint16_t float_to_f16_bits(float value);
