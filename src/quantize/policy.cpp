@@ -13,6 +13,7 @@
 #include "ggufkit/endian.h"
 #include "ggufkit/quantize.h"
 #include "preset_rules.h"
+#include "quantize/tensor_dims.h"
 
 namespace ggufkit {
 namespace {
@@ -29,14 +30,6 @@ constexpr std::string_view kNeverQuantized[] = {
     "mm.a.code_embd"};
 // Whole names that stay as they are.
 constexpr std::string_view kNeverQuantizedNames[] = {"position_embd.weight", "token_types.weight"};
-
-// ggml_n_dims: dimensions up to the last one larger than 1.
-int effective_dims(const TensorInfo& t) {
-  for (int d = kMaxDimensions - 1; d > 0; --d) {
-    if (t.ne[static_cast<size_t>(d)] > 1) return d + 1;
-  }
-  return 1;
-}
 
 // When a row is not a whole number of blocks of the target type: llama.cpp's fallback types.
 struct Fallback {
@@ -62,7 +55,7 @@ bool preset_requires_importance_matrix(uint32_t file_type) {
 
 bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options) {
   if (options.only_copy) return false;
-  if (effective_dims(tensor) < 2) return false;  // 2-D and 3-D (experts) only
+  if (quantize_detail::ggml_dims(tensor) < 2) return false;  // 2-D and 3-D (experts) only
   if (!name.ends_with("weight")) return false;
   if (!options.quantize_output_tensor && name == "output.weight") return false;
   return std::ranges::none_of(kNeverQuantized, [&](std::string_view s) { return name.find(s) != std::string_view::npos; }) &&

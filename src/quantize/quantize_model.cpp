@@ -28,6 +28,7 @@
 #include "ggufkit/quantize.h"
 #include "ggufkit/writer.h"
 #include "quant/thread_pool.h"
+#include "quantize/tensor_dims.h"
 
 namespace ggufkit {
 namespace {
@@ -338,7 +339,7 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
     if (p.shard != shard) continue;
     const TensorInfo& t = *p.tensor;
     if (!p.convert) {
-      if (auto r = b.add_tensor(t.name, t.type, t.shape(), p.data); !r) return r;
+      if (auto r = b.add_tensor(t.name, t.type, quantize_detail::written_shape(t), p.data); !r) return r;
       continue;
     }
     if (!quant_capabilities(t.type).dequantize) {
@@ -367,7 +368,7 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
     const size_t index = stream.add(c);
     ConversionStream* s = &stream;
     auto producer = [s, index](uint64_t offset, std::span<std::byte> chunk) { return s->read(index, offset, chunk); };
-    if (auto r = b.add_tensor(t.name, p.target, t.shape(), TensorProducer(producer)); !r) return r;
+    if (auto r = b.add_tensor(t.name, p.target, quantize_detail::written_shape(t), TensorProducer(producer)); !r) return r;
   }
   stream.start();
   WriteOptions write_options;

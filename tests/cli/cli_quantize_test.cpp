@@ -279,6 +279,38 @@ TEST(CliQuantize, ThreadCountDoesNotChangeTheBytes) {
   fs::remove_all(dir);
 }
 
+// llama_model_quantize writes each tensor's info with ggml_n_dims dimensions: trailing dimensions
+// of 1 go (a qwen2moe ffn_gate_inp_shexp of {n_embd, 1} comes out as {n_embd}), inner ones stay;
+// quantized or copied alike.
+TEST(CliQuantize, TrailingDimensionsOfOneAreDropped) {
+  const auto dir = temp_dir("quantize-dims");
+  GgufBuilder b;
+  ASSERT_TRUE(b.set("general.architecture", MetadataValue::string("llama")));
+  const auto add = [&](const char* name, TensorType type, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    ASSERT_TRUE(b.add_tensor(name, type, shape, std::vector<std::byte>(*row_size(type, n))));
+  };
+  add("blk.0.ffn_gate_inp_shexp.weight", TensorType::F32, {256, 1});  // 1-D to ggml: copied
+  add("blk.0.ffn_up_exps.weight", TensorType::F16, {256, 1, 4});      // 3-D: quantized
+  add("blk.0.attn_q.weight", TensorType::F16, {256, 4, 1, 1});        // 2-D: quantized
+  add("blk.0.one.weight", TensorType::F32, {1, 1});                    // at least one dimension
+  ASSERT_TRUE(b.write_file(dir / "in.gguf"));
+  const CommandResult r = run_gguf({"quantize", (dir / "in.gguf").string(), (dir / "q.gguf").string(), "q8_0", "--pure"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto q = GgufFile::open(dir / "q.gguf");
+  ASSERT_TRUE(q) << q.error().describe();
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+  for (const TensorInfo& t : q->tensors()) shapes.emplace_back(t.name, std::vector<int64_t>(t.shape().begin(), t.shape().end()));
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"blk.0.attn_q.weight", {256, 4}}, {"blk.0.ffn_gate_inp_shexp.weight", {256}},
+      {"blk.0.ffn_up_exps.weight", {256, 1, 4}}, {"blk.0.one.weight", {1}}};
+  EXPECT_EQ(shapes, expected);
+  EXPECT_EQ(q->tensors()[0].type, TensorType::Q8_0);
+  EXPECT_EQ(q->tensors()[2].type, TensorType::Q8_0);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
 namespace {

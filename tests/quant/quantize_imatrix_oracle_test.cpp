@@ -178,11 +178,7 @@ TEST_P(QuantizeImatrixExperts, ExpertModelsUseEachExpertsWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Models, QuantizeImatrixExperts,
                          ::testing::Values(ModelShape{"llama", 8, 4, false}, ModelShape{"llama", 8, 8, true}),
-                         [](const ::testing::TestParamInfo<ModelShape>& param_info) {
-                           std::string name = param_info.param.label();
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         [](const auto& p) { return test_name(p.param.label()); });
 
 // The preset rules that read "has an importance matrix" (Q4_0/Q5_0's first ffn_down layers,
 // IQ4_NL/IQ4_XS's, IQ3_XXS's attn_v) take the other branch with one.

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
+#include <span>
 
 #include "ggufkit/conventions.h"
 #include "ggufkit/quantize.h"
@@ -135,17 +137,22 @@ TEST(QuantizePresetsOracle, SplitInputGivesTheCorpusMix) {
   fs::remove_all(dir);
 }
 
+// Compares each preset ggufkit has the kernels for on `model` (written in `dir`).
+void expect_presets_match(const fs::path& model, std::span<const char* const> presets, const fs::path& dir) {
+  std::string skipped;
+  for (const char* preset : presets) {
+    if (kernel_missing(preset, skipped)) continue;
+    SCOPED_TRACE(std::string(preset) + " on " + model.stem().string());
+    EXPECT_EQ(compare_with_llama(model, preset, dir), "");
+  }
+  if (!skipped.empty()) std::printf("no quantize kernel yet:%s\n", skipped.c_str());
+}
+
 void expect_presets_match(const ModelShape& shape, std::initializer_list<const char*> presets) {
   const auto dir = temp_dir("quantize-presets-" + shape.label());
   const fs::path model = write_test_model(dir, shape);
   ASSERT_FALSE(model.empty());
-  std::string skipped;
-  for (const char* preset : presets) {
-    if (kernel_missing(preset, skipped)) continue;
-    SCOPED_TRACE(std::string(preset) + " on " + shape.label());
-    EXPECT_EQ(compare_with_llama(model, preset, dir), "");
-  }
-  if (!skipped.empty()) std::printf("no quantize kernel yet:%s\n", skipped.c_str());
+  expect_presets_match(model, std::span(presets.begin(), presets.size()), dir);
   fs::remove_all(dir);
 }
 
@@ -170,6 +177,85 @@ TEST(QuantizePresetsOracle, DenseAndFalconModelsAreLlamaQuantizes) {
   expect_presets_match({"llama", 16, 0, true}, all);
   expect_presets_match({"falcon", 16, 0, true}, all);
 }
+
+// Mixtures of experts as gguf convert writes them (F16/BF16, F32 routers): Mixtral (llama, 8
+// experts), Qwen2-MoE (4 experts, a shared expert of 2-D ffn_*_shexp tensors and its one-row gate,
+// as many kv heads as heads) and Qwen3-MoE (6 experts, attention wider than the embedding, tied
+// embeddings). The whole file must be llama_model_quantize's. Every preset without an importance
+// matrix agrees on each of them; to keep the suite fast (both sides take 4-6 s for all of them on
+// one model) these are the presets whose choices for experts differ from a dense model's:
+// MXFP4_MOE, the layer read from expert tensors' names (Q2_K, Q3_K_M, Q4_K_M's ffn_down), and
+// with 8 experts llama-quant.cpp's n_expert == 8 rules (attn_k/attn_v Q8_0 in every preset,
+// attn_output Q5_K, IQ3_M's ffn_down).
+constexpr const char* kEightExpertPresets[] = {"MXFP4_MOE", "Q4_K_M", "Q3_K_M", "Q2_K", "IQ3_M", "Q4_0", "Q6_K"};
+constexpr const char* kExpertPresets[] = {"MXFP4_MOE", "Q4_K_M", "Q3_K_M", "Q2_K", "Q8_0", "F16"};
+
+class QuantizeConvertedMoe : public ::testing::TestWithParam<ConvertedMoe> {};
+
+TEST_P(QuantizeConvertedMoe, PresetsAreLlamaQuantizes) {
+  std::string why;
+  if (!LlamaQuantizeOracle::get(&why)) GTEST_SKIP() << "skipped: llama.cpp oracle not installed: " << why;
+  const ConvertedMoe& m = GetParam();
+  const auto dir = temp_dir("quantize-moe-" + m.label());
+  const fs::path model = write_converted_moe(dir, m);
+  ASSERT_FALSE(model.empty());
+  expect_presets_match(model, m.n_expert == 8 ? std::span<const char* const>(kEightExpertPresets) : kExpertPresets, dir);
+  fs::remove_all(dir);
+}
+
+// What the presets give the expert tensors (and that the comparisons above reach the expert rules).
+TEST_P(QuantizeConvertedMoe, PresetsGiveExpertTensorsTheirTypes) {
+  const ConvertedMoe& m = GetParam();
+  const auto dir = temp_dir("quantize-moe-types-" + m.label());
+  const fs::path model = write_converted_moe(dir, m);
+  ASSERT_FALSE(model.empty());
+  auto file = GgufFile::open(model);
+  ASSERT_TRUE(file);
+  const auto types = [&](const char* preset) {
+    QuantizeOptions options;
+    options.file_type = *parse_file_type(preset);
+    options.pure = false;
+    std::map<std::string, TensorType, std::less<>> out;
+    const auto plan = plan_quantize(*file, options);
+    EXPECT_TRUE(plan) << plan.error().describe();
+    if (plan) {
+      for (const TensorPlan& p : plan->tensors) out[std::string(p.tensor->name)] = p.target;
+    }
+    return out;
+  };
+  const bool eight = m.n_expert == 8, shared = m.family == "qwen2moe";
+  const auto mxfp4 = types("MXFP4_MOE");
+  const auto q4_k_m = types("Q4_K_M");
+  for (const std::string block : {"blk.0.", "blk.1."}) {
+    SCOPED_TRACE(block);
+    for (const char* kind : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) {
+      EXPECT_EQ(mxfp4.at(block + kind + ".weight"), TensorType::MXFP4) << kind;
+    }
+    EXPECT_EQ(mxfp4.at(block + "attn_q.weight"), TensorType::Q8_0);
+    EXPECT_EQ(q4_k_m.at(block + "ffn_gate_inp.weight"), TensorType::F32);
+    EXPECT_EQ(q4_k_m.at(block + "ffn_gate_exps.weight"), TensorType::Q4_K);
+    // Q4_K_M's ffn_down by block (1 of 2 is in the last eighth), read from the name for experts.
+    EXPECT_EQ(q4_k_m.at(block + "ffn_down_exps.weight"), block == "blk.1." ? TensorType::Q6_K : TensorType::Q4_K);
+    // 8 experts: attn_k and attn_v Q8_0, attn_output Q5_K.
+    EXPECT_EQ(q4_k_m.at(block + "attn_k.weight"), eight ? TensorType::Q8_0 : TensorType::Q4_K);
+    EXPECT_EQ(q4_k_m.at(block + "attn_output.weight"), eight ? TensorType::Q5_K : TensorType::Q4_K);
+    if (eight) {
+      EXPECT_EQ(q4_k_m.at(block + "attn_v.weight"), TensorType::Q8_0);
+    }
+    if (shared) {
+      EXPECT_EQ(mxfp4.at(block + "ffn_down_shexp.weight"), TensorType::Q8_0);
+      EXPECT_EQ(mxfp4.at(block + "ffn_gate_inp_shexp.weight"), TensorType::F32);
+      EXPECT_EQ(q4_k_m.at(block + "ffn_down_shexp.weight"), block == "blk.1." ? TensorType::Q6_K : TensorType::Q4_K);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, QuantizeConvertedMoe,
+                         ::testing::Values(ConvertedMoe{"mixtral", 8, TensorType::F16},
+                                           ConvertedMoe{"qwen2moe", 4, TensorType::BF16},
+                                           ConvertedMoe{"qwen3moe", 6, TensorType::BF16}),
+                         [](const auto& p) { return test_name(p.param.label()); });
 
 // --dry-run shows the preset's choice per tensor: Q4_K_M gives some attn_v and ffn_down Q6_K.
 TEST(QuantizePresetsOracle, DryRunShowsEachTensorsPresetType) {
