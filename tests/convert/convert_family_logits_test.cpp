@@ -6,8 +6,11 @@
 // pass of the HF class (family_reference.h) within 1e-3 relative (Gemma 2/3: see tolerance_for).
 // The families: Gemma, Gemma 2, Gemma 3 (Gemma3ForCausalLM and Gemma3ForConditionalGeneration's
 // text part), Phi-3 (Phi-3-mini-4k, longrope Phi-3-mini-128k, partial-rotary Phi-4-mini), Granite,
-// OLMo 2, SmolLM3, and the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE (whose reference
-// routing is checked to be clear-cut first: see check_routing).
+// OLMo 2, SmolLM3, Mistral Small 3.1 (Mistral3ForConditionalGeneration's text part), Ministral 3
+// (yarn rope_parameters; Ministral3ShortOriginalContext makes its yarn and llama 4 scaling bite),
+// and the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE (experts one tensor each, or fused as
+// transformers 5 stores them), whose reference routing is checked to be clear-cut first (see
+// check_routing).
 //
 // Two more tests per family make a failure say where it comes from:
 //   HandLaidFamily: the same checkpoint laid out by hand as convert_hf_to_gguf.py lays it out
@@ -336,6 +339,9 @@ TEST(FamilyReference, EveryKnobOfTheTinyCheckpointsMatters) {
       {TinyFamily::qwen2moe, "norm_topk_prob (false)", [](nlohmann::ordered_json& c) { c["norm_topk_prob"] = true; }},
       {TinyFamily::qwen3moe, "norm_topk_prob (true)", [](nlohmann::ordered_json& c) { c["norm_topk_prob"] = false; }},
       {TinyFamily::qwen3moe, "num_experts_per_tok", [](nlohmann::ordered_json& c) { c["num_experts_per_tok"] = 3; }},
+      {TinyFamily::mistral3_vision, "rope_theta (1e9)", [](nlohmann::ordered_json& c) { c["text_config"]["rope_theta"] = 10000.0; }},
+      // (Ministral 3's yarn moves its 12-token logits by ~1e-3 only, and its llama 4 scaling is 1
+      // below position 16384: Ministral3ShortOriginalContext makes them bite.)
   };
   // Each family's checkpoint and unchanged logits, made once for all its knobs.
   struct Base {
@@ -365,6 +371,45 @@ TEST(FamilyReference, EveryKnobOfTheTinyCheckpointsMatters) {
     EXPECT_GT(worst, 10 * kRelativeTolerance) << family_label(knob.family) << ": without " << knob.what
                                               << " the logits move by " << worst << " only";
   }
+}
+
+// Ministral 3's own rope_parameters barely reach 12 positions: yarn changes only the frequencies of
+// pairs 3 to 7 (the correction dims of 32 and 1 rotations in 16384 positions are 2 and 5), which
+// turn by less than 0.07 rad by position 11, moving the logits by ~1e-3 of their size; llama 4's
+// attention scaling is 1 below position 16384. The same checkpoint with
+// original_max_position_embeddings 4 makes both bite (llama.cpp takes it as its yarn original
+// context and as the scaling's floor): every pair but the first interpolated by 16, queries times
+// 1 + 0.1 ln 2 from position 4 and 1 + 0.1 ln 3 from 8. Converted and run by llama.cpp, against the
+// reference (each of the two moving its logits well beyond the tolerance first).
+TEST(Ministral3ShortOriginalContext, LlamaCppLogitsMatchTheReference) {
+  std::string why;
+  const LlamaLogitsOracle* oracle = LlamaLogitsOracle::get(&why);
+  if (oracle == nullptr) GTEST_SKIP() << "skipped: llama.cpp oracle unavailable (" << why << ")";
+  TinyHfModel model = make_tiny_family(TinyFamily::ministral3);
+  model.config["rope_parameters"]["original_max_position_embeddings"] = 4;
+  const std::vector<int32_t> tokens = model.test_tokens(kTokens, kTokenSeed);
+  const auto reference = reference_family_logits(model, tokens);
+  for (const auto& [what, change] : {std::pair<const char*, void (*)(nlohmann::ordered_json&)>{
+                                         "yarn", [](nlohmann::ordered_json& c) { c["rope_parameters"]["rope_type"] = "default"; }},
+                                     {"llama_4_scaling_beta", [](nlohmann::ordered_json& c) { c["rope_parameters"]["llama_4_scaling_beta"] = 0; }}}) {
+    nlohmann::ordered_json config = model.config;
+    change(config);
+    const auto changed = reference_hf_logits(config, model.tensors, tokens);
+    double worst = 0;
+    for (size_t t = 0; t < reference.size(); ++t) {
+      worst = std::max(worst, logits_distance(std::vector<float>(changed[t].begin(), changed[t].end()), reference[t]).scaled);
+    }
+    EXPECT_GT(worst, 10 * kRelativeTolerance) << "Ministral 3, original_max_position_embeddings 4: without " << what
+                                              << " the logits move by " << worst << " only";
+  }
+  const fs::path dir = temp_dir("family-logits-ministral3-short");
+  const fs::path checkpoint = dir / "checkpoint", out = dir / "converted.gguf";
+  ASSERT_EQ(write_hf_checkpoint(model, checkpoint), "");
+  const CommandResult r = run_gguf({"convert", checkpoint.string(), out.string(), "--outtype", "f32"});
+  ASSERT_EQ(r.exit_code, 0) << "gguf convert failed:\n" << r.out << r.err;
+  check_logits(*oracle, out, model, "converted by gguf convert, original_max_position_embeddings 4");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace

@@ -36,7 +36,9 @@ bool is_gemma3_vision(TinyFamily f) { return f == TinyFamily::gemma3_vision || f
 bool is_gemma3(TinyFamily f) { return f == TinyFamily::gemma3 || is_gemma3_vision(f); }
 bool is_gemma(TinyFamily f) { return f == TinyFamily::gemma || f == TinyFamily::gemma2 || is_gemma3(f); }
 bool is_phi3(TinyFamily f) { return f == TinyFamily::phi3 || f == TinyFamily::phi3_longrope || f == TinyFamily::phi4_mini; }
-bool is_qwen_moe(TinyFamily f) { return f == TinyFamily::qwen2moe || f == TinyFamily::qwen3moe; }
+bool is_qwen3moe(TinyFamily f) { return f == TinyFamily::qwen3moe || f == TinyFamily::qwen3moe_fused; }
+bool is_qwen_moe(TinyFamily f) { return f == TinyFamily::qwen2moe || is_qwen3moe(f); }
+bool is_mistral3(TinyFamily f) { return f == TinyFamily::mistral3_vision || f == TinyFamily::ministral3; }
 
 // Experts per block and experts per token of the mixtures of experts.
 int64_t expert_count(TinyFamily f) { return f == TinyFamily::mixtral ? 8 : f == TinyFamily::qwen2moe ? 4 : 12; }
@@ -49,7 +51,8 @@ int64_t layer_count(TinyFamily f) {
     case TinyFamily::gemma3:
     case TinyFamily::gemma3_vision:
     case TinyFamily::gemma3_vision_new_names: return 6;  // Gemma 3's pattern: 5 sliding layers, then a global one
-    case TinyFamily::qwen3moe: return 3;
+    case TinyFamily::qwen3moe:
+    case TinyFamily::qwen3moe_fused: return 3;
     default: return 2;
   }
 }
@@ -101,6 +104,28 @@ Json sorted_keys(const Json& j) {
   Json out;
   for (const auto& [key, value] : by_key) out[key] = value;
   return out;
+}
+
+// The keys of Mistral Small 3's text_config (MistralConfig) and of Ministral 3's config
+// (Ministral3Config): llama's sizes, rms_norm_eps 1e-5, sliding_window null.
+Json mistral_text_config(const std::string& model_type, int64_t layers, int64_t vocab, int64_t max_positions) {
+  Json j;
+  j["attention_dropout"] = 0.0;
+  j["head_dim"] = kHeadDim;
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = kHidden;
+  j["initializer_range"] = 0.02;
+  j["intermediate_size"] = kIntermediate;
+  j["max_position_embeddings"] = max_positions;
+  j["model_type"] = model_type;
+  j["num_attention_heads"] = kHeads;
+  j["num_hidden_layers"] = layers;
+  j["num_key_value_heads"] = kKvHeads;
+  j["rms_norm_eps"] = 1e-5;
+  j["sliding_window"] = nullptr;
+  j["use_cache"] = true;
+  j["vocab_size"] = vocab;
+  return j;
 }
 
 // config.json, as transformers' config classes write it (to_json_string: every key of the class
@@ -222,6 +247,50 @@ Json family_config(TinyFamily f, int64_t vocab, CheckpointDtype dtype) {
                             {"model_type", "siglip_vision_model"}, {"num_attention_heads", 2}, {"num_hidden_layers", 1},
                             {"patch_size", 4},         {"vision_use_head", false}};
       return j;
+    }
+    case TinyFamily::mistral3_vision: {
+      // As mistralai/Mistral-Small-3.1-24B-Instruct-2503's, saved by transformers >= 4.52: a complete
+      // MistralConfig as text_config (every key the converter reads present, so that transformers'
+      // to_dict() and config.json give it the same values), sliding_window null, rope_theta 1e9.
+      j["architectures"] = {"Mistral3ForConditionalGeneration"};
+      j["image_token_index"] = 10;
+      j["model_type"] = "mistral3";
+      j["multimodal_projector_bias"] = false;
+      j["projector_hidden_act"] = "gelu";
+      j["spatial_merge_size"] = 2;
+      Json text = mistral_text_config("mistral", layers, vocab, 131072);
+      text["rope_theta"] = 1000000000.0;
+      j["text_config"] = sorted_keys(text);
+      j["torch_dtype"] = torch_dtype_name(dtype);
+      j["transformers_version"] = "4.52.0";
+      j["vision_config"] = {{"attention_dropout", 0.0}, {"head_dim", 4},        {"hidden_act", "gelu"},
+                            {"hidden_size", 8},         {"image_size", 16},     {"initializer_range", 0.02},
+                            {"intermediate_size", 16},  {"model_type", "pixtral"}, {"num_attention_heads", 2},
+                            {"num_channels", 3},        {"num_hidden_layers", 1}, {"patch_size", 4},
+                            {"rope_theta", 10000.0}};
+      j["vision_feature_layer"] = -1;
+      return j;
+    }
+    case TinyFamily::ministral3: {
+      // As a Ministral 3 text model saved by transformers 5 (its config class is new there: no root
+      // rope_theta, "dtype" for torch_dtype), with Ministral 3's rope_parameters; tied as the 3B.
+      j = mistral_text_config("ministral3", layers, vocab, 262144);  // 16 x original_max_position_embeddings
+      j["architectures"] = {"Ministral3ForCausalLM"};
+      j["bos_token_id"] = 1;
+      j["dtype"] = torch_dtype_name(dtype);
+      j["eos_token_id"] = 2;
+      j["rope_parameters"] = {{"beta_fast", 32},
+                              {"beta_slow", 1},
+                              {"factor", 16},
+                              {"llama_4_scaling_beta", 0.1},
+                              {"mscale", 1},
+                              {"mscale_all_dim", 1},
+                              {"original_max_position_embeddings", 16384},
+                              {"rope_theta", 1000000},
+                              {"rope_type", "yarn"}};
+      j["tie_word_embeddings"] = true;
+      j["transformers_version"] = "5.0.0";
+      return sorted_keys(j);
     }
     case TinyFamily::phi3:
     case TinyFamily::phi3_longrope:
@@ -349,6 +418,7 @@ Json family_config(TinyFamily f, int64_t vocab, CheckpointDtype dtype) {
       j["sliding_window"] = 32768;
       break;
     case TinyFamily::qwen3moe:
+    case TinyFamily::qwen3moe_fused:
       // As Qwen/Qwen3-30B-A3B's: norm_topk_prob true (llama.cpp's qwen3moe graph always
       // renormalizes; Qwen3MoeConfig's default is false), head_dim given.
       j = qwen_moe_config(f, layers);
@@ -403,11 +473,37 @@ Json family_config(TinyFamily f, int64_t vocab, CheckpointDtype dtype) {
   j["torch_dtype"] = torch_dtype_name(dtype);
   j["transformers_version"] = f == TinyFamily::smollm3 ? "4.54.0.dev0" : f == TinyFamily::mixtral ? "4.36.0.dev0"
                               : f == TinyFamily::qwen2moe                             ? "4.40.0.dev0"
-                              : f == TinyFamily::qwen3moe                             ? "4.51.0"
+                              : is_qwen3moe(f)                                        ? "4.51.0"
                                                                                       : "4.50.0";
   j["use_cache"] = true;
   j["vocab_size"] = vocab;
   return is_qwen_moe(f) ? sorted_keys(j) : j;
+}
+
+// Each layer's experts.N.{gate,up,down}_proj.weight replaced by the fused 3-D tensors of transformers 5
+// (Qwen3MoeExperts' gate_up_proj and down_proj parameters), the values unchanged: gate_up_proj
+// [experts, 2 * ff, hidden] holds expert e's gate rows then its up rows, down_proj [experts, hidden,
+// ff]. Elsewhere the names are transformers 5's parameter names, without ".weight"; down_proj in
+// layer 0 and gate_up_proj in layer 1 carry it (the other spelling the converter takes).
+void fuse_experts(TinyHfModel& m, const std::string& root, int64_t layers, int64_t experts) {
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    const std::string p = root + "layers." + std::to_string(layer) + ".mlp.experts.";
+    HfTensor gate_up{{experts, 2 * kExpertIntermediate, kHidden}, {}};
+    HfTensor down{{experts, kHidden, kExpertIntermediate}, {}};
+    for (int64_t e = 0; e < experts; ++e) {
+      const std::string x = p + std::to_string(e) + ".";
+      for (const char* kind : {"gate_proj", "up_proj"}) {
+        const auto it = m.tensors.find(x + kind + ".weight");
+        gate_up.values.insert(gate_up.values.end(), it->second.values.begin(), it->second.values.end());
+        m.tensors.erase(it);
+      }
+      const auto it = m.tensors.find(x + "down_proj.weight");
+      down.values.insert(down.values.end(), it->second.values.begin(), it->second.values.end());
+      m.tensors.erase(it);
+    }
+    m.tensors[p + "gate_up_proj" + (layer == 1 ? ".weight" : "")] = std::move(gate_up);
+    m.tensors[p + "down_proj" + (layer == 0 ? ".weight" : "")] = std::move(down);
+  }
 }
 
 }  // namespace
@@ -428,6 +524,9 @@ std::string family_id(TinyFamily family) {
     case TinyFamily::mixtral: return "mixtral";
     case TinyFamily::qwen2moe: return "qwen2moe";
     case TinyFamily::qwen3moe: return "qwen3moe";
+    case TinyFamily::qwen3moe_fused: return "qwen3moe_fused";
+    case TinyFamily::mistral3_vision: return "mistral3_vision";
+    case TinyFamily::ministral3: return "ministral3";
   }
   return "?";
 }
@@ -448,6 +547,9 @@ std::string family_label(TinyFamily family) {
     case TinyFamily::mixtral: return "Mixtral (MixtralForCausalLM, 8 experts, top 2)";
     case TinyFamily::qwen2moe: return "Qwen2-MoE (Qwen2MoeForCausalLM, 4 experts, top 2 unnormalized, shared expert)";
     case TinyFamily::qwen3moe: return "Qwen3-MoE (Qwen3MoeForCausalLM, 12 experts, top 2 normalized)";
+    case TinyFamily::qwen3moe_fused: return "Qwen3-MoE (Qwen3MoeForCausalLM, 12 experts, top 2 normalized, experts fused as transformers 5 stores them)";
+    case TinyFamily::mistral3_vision: return "Mistral Small 3.1 (Mistral3ForConditionalGeneration, text part, model.language_model.* names)";
+    case TinyFamily::ministral3: return "Ministral 3 (Ministral3ForCausalLM, yarn rope_parameters, llama 4 attention scaling)";
   }
   return "?";
 }
@@ -552,15 +654,16 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
   m.dtype = dtype;
   // The tokenizer: SentencePiece for Gemma and Phi-3 (a model of 400 pieces written here), the
   // llama 2 tokenizer.json for Granite (LlamaModel.set_vocab's LlamaHfVocab), llama 3's (GPT-2 BPE)
-  // for OLMo 2, SmolLM3 and Phi-4-mini, Qwen3's for the Qwen mixtures of experts; Mixtral's
-  // tokenizer.model is the SentencePiece model of llama's layout.
+  // for OLMo 2, SmolLM3 and Phi-4-mini, Qwen3's for the Qwen mixtures of experts; Mixtral's,
+  // Mistral 3's and Ministral 3's tokenizer.model is the SentencePiece model of llama's layout.
   if (is_gemma(family)) {
     m.pieces = tiny_sentencepiece_pieces(true, kSentencePieceSize);
     m.tokenizer_model = tiny_sentencepiece_model(true, kSentencePieceSize);
     m.vocab_size = kSentencePieceSize;
     m.bos_id = 2;
     m.first_plain_id = 4;
-  } else if (family == TinyFamily::phi3 || family == TinyFamily::phi3_longrope || family == TinyFamily::mixtral) {
+  } else if (family == TinyFamily::phi3 || family == TinyFamily::phi3_longrope || family == TinyFamily::mixtral ||
+             is_mistral3(family)) {
     m.pieces = tiny_sentencepiece_pieces(false, kSentencePieceSize);
     m.tokenizer_model = tiny_sentencepiece_model(false, kSentencePieceSize);
     m.vocab_size = kSentencePieceSize;
@@ -632,10 +735,9 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
       linear(moe + "shared_expert_gate.weight", 1, kHidden, 2.0);
     }
   };
-  const std::string root = family == TinyFamily::gemma3_vision             ? "language_model.model."
-                           : family == TinyFamily::gemma3_vision_new_names ? "model.language_model."
-                                                                           : "model.";
-  const std::string vision_root = family == TinyFamily::gemma3_vision_new_names ? "model." : "";
+  const bool new_names = family == TinyFamily::gemma3_vision_new_names || family == TinyFamily::mistral3_vision;
+  const std::string root = family == TinyFamily::gemma3_vision ? "language_model.model." : new_names ? "model.language_model." : "model.";
+  const std::string vision_root = new_names ? "model." : "";
 
   // Gemma multiplies the embeddings by sqrt(hidden) = 8: smaller ones keep the residual stream's
   // scale that of the layers' outputs (the tied output matrix reads them too).
@@ -662,7 +764,7 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
       add(p + "self_attn.v_proj.bias", {kv_out}, -0.5, 0.5);
     }
     linear(p + "self_attn.o_proj.weight", kHidden, q_out);
-    if (is_gemma3(family) || family == TinyFamily::qwen3moe) {
+    if (is_gemma3(family) || is_qwen3moe(family)) {
       norm(p + "self_attn.q_norm.weight", kHeadDim);
       norm(p + "self_attn.k_norm.weight", kHeadDim);
     }
@@ -688,7 +790,8 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
     linear(p + "mlp.down_proj.weight", kHidden, kIntermediate);
   }
   norm(root + "norm.weight", kHidden);
-  const bool tied = gemma || family == TinyFamily::phi4_mini || family == TinyFamily::granite || family == TinyFamily::smollm3;
+  const bool tied = gemma || family == TinyFamily::phi4_mini || family == TinyFamily::granite || family == TinyFamily::smollm3 ||
+                    family == TinyFamily::ministral3;
   if (!tied) linear("lm_head.weight", m.vocab_size, kHidden);
   if (is_gemma3_vision(family)) {
     // A few tensors of the vision tower and the projector, which the text conversion skips.
@@ -698,6 +801,17 @@ TinyHfModel make_tiny_family(TinyFamily family, uint32_t seed, CheckpointDtype d
     add(vision_root + "multi_modal_projector.mm_input_projection_weight", {8, kHidden}, -0.1, 0.1);
     add(vision_root + "multi_modal_projector.mm_soft_emb_norm.weight", {8}, -0.5, 0.5);
   }
+  if (family == TinyFamily::mistral3_vision) {
+    // Pixtral's vision tower and Mistral 3's projector (patch merger included), likewise skipped.
+    add(vision_root + "vision_tower.patch_conv.weight", {8, 3, 4, 4}, -0.1, 0.1);
+    add(vision_root + "vision_tower.ln_pre.weight", {8}, 0.5, 1.5);
+    add(vision_root + "vision_tower.transformer.layers.0.attention.q_proj.weight", {8, 8}, -0.1, 0.1);
+    add(vision_root + "multi_modal_projector.norm.weight", {8}, 0.5, 1.5);
+    add(vision_root + "multi_modal_projector.patch_merger.merging_layer.weight", {8, 32}, -0.1, 0.1);
+    add(vision_root + "multi_modal_projector.linear_1.weight", {kHidden, 8}, -0.1, 0.1);
+    add(vision_root + "multi_modal_projector.linear_2.weight", {kHidden, kHidden}, -0.1, 0.1);
+  }
+  if (family == TinyFamily::qwen3moe_fused) fuse_experts(m, root, layer_count(family), expert_count(family));
   return m;
 }
 

@@ -37,13 +37,25 @@ enum class TinyFamily : uint8_t {
                   // renormalization (norm_topk_prob false), a shared expert behind a sigmoid gate; qwen3 tokenizer.json
   qwen3moe,       // Qwen3MoeForCausalLM: Qwen3 attention (per-head q/k norms), 12 experts (experts.10 sorts
                   // before experts.2), top 2 renormalized (norm_topk_prob true), 3 layers; qwen3 tokenizer.json
+  qwen3moe_fused, // qwen3moe's checkpoint (same config, same values) with each layer's experts fused as
+                  // transformers 5 stores them: mlp.experts.gate_up_proj [experts, 2 * moe_intermediate, hidden]
+                  // (each expert's gate rows, then its up rows) and mlp.experts.down_proj [experts, hidden,
+                  // moe_intermediate], with ".weight" (down_proj of layer 0, gate_up_proj of layer 1) and without
+  mistral3_vision,  // Mistral3ForConditionalGeneration as Mistral Small 3.1: a text_config of model_type mistral
+                    // (llama's block, head_dim given, sliding_window null, rope_theta 1e9), model.language_model.*
+                    // names and lm_head.weight (transformers >= 4.52), vision tower and projector tensors;
+                    // SentencePiece (llama's layout)
+  ministral3,     // Ministral3ForCausalLM (transformers 5): llama's block, Ministral 3's rope_parameters (yarn,
+                  // factor 16 over 16384 positions, rope_theta 1e6, llama_4_scaling_beta 0.1), tied;
+                  // SentencePiece (llama's layout)
 };
 
 inline constexpr TinyFamily kAllTinyFamilies[] = {
     TinyFamily::gemma,         TinyFamily::gemma2,        TinyFamily::gemma3,    TinyFamily::gemma3_vision,
     TinyFamily::gemma3_vision_new_names, TinyFamily::phi3, TinyFamily::phi3_longrope, TinyFamily::phi4_mini,
     TinyFamily::granite,       TinyFamily::olmo2,         TinyFamily::smollm3,   TinyFamily::mixtral,
-    TinyFamily::qwen2moe,      TinyFamily::qwen3moe};
+    TinyFamily::qwen2moe,      TinyFamily::qwen3moe,      TinyFamily::qwen3moe_fused, TinyFamily::mistral3_vision,
+    TinyFamily::ministral3};
 
 // "gemma2", ... (test names) and "Gemma 2 (Gemma2ForCausalLM)", ... (messages).
 std::string family_id(TinyFamily family);

@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-enum class Transform { none, plus_one, permute_q, permute_k, stack_expert };
+enum class Transform { none, plus_one, permute_q, permute_k, stack_expert, split_gate_up };
 
 struct Mapped {
   std::string name;
@@ -32,7 +32,9 @@ bool is_gemma3(TinyFamily f) {
 }
 bool is_gemma(TinyFamily f) { return f == TinyFamily::gemma || f == TinyFamily::gemma2 || is_gemma3(f); }
 bool is_phi3(TinyFamily f) { return f == TinyFamily::phi3 || f == TinyFamily::phi3_longrope || f == TinyFamily::phi4_mini; }
-bool is_qwen_moe(TinyFamily f) { return f == TinyFamily::qwen2moe || f == TinyFamily::qwen3moe; }
+bool is_qwen3moe(TinyFamily f) { return f == TinyFamily::qwen3moe || f == TinyFamily::qwen3moe_fused; }
+bool is_qwen_moe(TinyFamily f) { return f == TinyFamily::qwen2moe || is_qwen3moe(f); }
+bool is_mistral3(TinyFamily f) { return f == TinyFamily::mistral3_vision || f == TinyFamily::ministral3; }
 
 // One expert's tensor of a block (after "model.layers.N."), as its stacked tensor and index:
 // Mixtral's block_sparse_moe.experts.E.w1 (gate), w2 (down), w3 (up), Qwen's
@@ -73,7 +75,7 @@ std::optional<Mapped> map_tensor(TinyFamily f, std::string name) {
   const size_t dot = name.find('.', prefix.size());
   const std::string blk = "blk." + name.substr(prefix.size(), dot - prefix.size()) + ".";
   const std::string rest = name.substr(dot + 1);
-  const bool llama_rope = f == TinyFamily::granite || f == TinyFamily::smollm3 || f == TinyFamily::mixtral;
+  const bool llama_rope = f == TinyFamily::granite || f == TinyFamily::smollm3 || f == TinyFamily::mixtral || is_mistral3(f);
   const bool sandwich = f == TinyFamily::gemma2 || is_gemma3(f);
   if (rest == "input_layernorm.weight") return Mapped{blk + "attn_norm.weight", norm};
   if (rest == "self_attn.q_proj.weight") return Mapped{blk + "attn_q.weight", llama_rope ? Transform::permute_q : Transform::none};
@@ -100,6 +102,12 @@ std::optional<Mapped> map_tensor(TinyFamily f, std::string name) {
   if (rest == "mlp.down_proj.weight") return Mapped{blk + "ffn_down.weight"};
   // The mixtures of experts: routers, experts, Qwen2-MoE's shared expert and its gate ([1, hidden]).
   if (rest == "block_sparse_moe.gate.weight" || rest == "mlp.gate.weight") return Mapped{blk + "ffn_gate_inp.weight"};
+  // Experts fused as transformers 5 stores them: down_proj is the stacked tensor already, gate_up_proj
+  // splits into the stacked gate and up tensors (each expert's first and second half of rows).
+  if (rest == "mlp.experts.down_proj" || rest == "mlp.experts.down_proj.weight") return Mapped{blk + "ffn_down_exps.weight"};
+  if (rest == "mlp.experts.gate_up_proj" || rest == "mlp.experts.gate_up_proj.weight") {
+    return Mapped{blk + "ffn_gate_exps.weight", Transform::split_gate_up};  // and ffn_up_exps.weight
+  }
   if (const auto expert = map_expert(blk, rest)) return expert;
   if (rest == "mlp.shared_expert.gate_proj.weight") return Mapped{blk + "ffn_gate_shexp.weight"};
   if (rest == "mlp.shared_expert.up_proj.weight") return Mapped{blk + "ffn_up_shexp.weight"};
@@ -140,7 +148,10 @@ std::string family_gguf_arch(TinyFamily family) {
     case TinyFamily::smollm3: return "smollm3";
     case TinyFamily::mixtral: return "llama";  // MixtralForCausalLM is LlamaModel with experts
     case TinyFamily::qwen2moe: return "qwen2moe";
-    case TinyFamily::qwen3moe: return "qwen3moe";
+    case TinyFamily::qwen3moe:
+    case TinyFamily::qwen3moe_fused: return "qwen3moe";
+    case TinyFamily::mistral3_vision:
+    case TinyFamily::ministral3: return "mistral3";
   }
   return "?";
 }
@@ -222,9 +233,29 @@ std::string write_family_gguf_by_hand(const TinyHfModel& model, const fs::path& 
   }
   const bool moe = f == TinyFamily::mixtral || is_qwen_moe(f);
   if (f == TinyFamily::granite || f == TinyFamily::olmo2 || f == TinyFamily::smollm3 || moe) f32("rope.freq_base", num("rope_theta"));
-  if (f == TinyFamily::granite || f == TinyFamily::smollm3 || f == TinyFamily::mixtral) {
+  if (f == TinyFamily::granite || f == TinyFamily::smollm3 || f == TinyFamily::mixtral || is_mistral3(f)) {
     u32("vocab_size", integer("vocab_size"));
     u32("rope.dimension_count", head_dim);
+  }
+  if (f == TinyFamily::mistral3_vision) {
+    f32("rope.freq_base", num("rope_theta"));
+    u32("attention.key_length", integer("head_dim"));
+    u32("attention.value_length", integer("head_dim"));
+  }
+  if (f == TinyFamily::ministral3) {
+    // rope_parameters (rope_theta within): yarn's keys, then Ministral3Model's two.
+    const Json& rope = c.at("rope_parameters");
+    auto rope_num = [&](const char* key) { return rope.at(key).get<double>(); };
+    set(arch + ".rope.scaling.type", MetadataValue::string("yarn"));
+    f32("rope.scaling.factor", rope_num("factor"));
+    u32("rope.scaling.original_context_length", rope.at("original_max_position_embeddings").get<int64_t>());
+    f32("rope.scaling.yarn_beta_fast", rope_num("beta_fast"));
+    f32("rope.scaling.yarn_beta_slow", rope_num("beta_slow"));
+    f32("rope.freq_base", rope_num("rope_theta"));
+    u32("attention.key_length", integer("head_dim"));
+    u32("attention.value_length", integer("head_dim"));
+    f32("rope.scaling.yarn_log_multiplier", rope_num("mscale_all_dim"));
+    f32("attention.temperature_scale", rope_num("llama_4_scaling_beta"));
   }
   if (moe) {
     u32("expert_count", integer(f == TinyFamily::mixtral ? "num_local_experts" : "num_experts"));
@@ -232,7 +263,7 @@ std::string write_family_gguf_by_hand(const TinyHfModel& model, const fs::path& 
   }
   if (is_qwen_moe(f)) u32("expert_feed_forward_length", integer("moe_intermediate_size"));
   if (f == TinyFamily::qwen2moe) u32("expert_shared_feed_forward_length", integer("shared_expert_intermediate_size"));
-  if (f == TinyFamily::qwen3moe) {
+  if (is_qwen3moe(f)) {
     u32("attention.key_length", integer("head_dim"));
     u32("attention.value_length", integer("head_dim"));
   }
@@ -295,10 +326,26 @@ std::string write_family_gguf_by_hand(const TinyHfModel& model, const fs::path& 
       experts[mapped->name][mapped->expert] = &t;
       continue;
     }
+    if (mapped->transform == Transform::split_gate_up) {
+      // [experts, 2 * ff, hidden]: each expert's first ff rows to ffn_gate_exps, the rest to ffn_up_exps.
+      const int64_t n_expert = t.shape.at(0), ff = t.shape.at(1) / 2, cols = t.shape.at(2);
+      std::vector<float> gate, up;
+      for (int64_t e = 0; e < n_expert; ++e) {
+        const auto expert = t.values.begin() + static_cast<std::ptrdiff_t>(e * 2 * ff * cols);
+        const auto half = static_cast<std::ptrdiff_t>(ff * cols);
+        gate.insert(gate.end(), expert, expert + half);
+        up.insert(up.end(), expert + half, expert + 2 * half);
+      }
+      const std::string blk = mapped->name.substr(0, mapped->name.find("ffn_gate_exps"));
+      planned.push_back({mapped->name, {{cols, ff, n_expert}, std::move(gate)}});
+      planned.push_back({blk + "ffn_up_exps.weight", {{cols, ff, n_expert}, std::move(up)}});
+      continue;
+    }
     std::vector<float> values = t.values;
     switch (mapped->transform) {
       case Transform::none:
-      case Transform::stack_expert: break;
+      case Transform::stack_expert:
+      case Transform::split_gate_up: break;
       case Transform::plus_one:
         for (float& v : values) v = v + 1.0f;  // float32 w + 1, as torch does for an F32 tensor
         break;

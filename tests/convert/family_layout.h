@@ -1,9 +1,11 @@
 // llama.cpp's GGUF layout of a tiny family checkpoint (family_checkpoint.h), written by hand as
 // convert_hf_to_gguf.py lays it out (80fb11a: conversion/gemma.py, phi.py, granite.py, olmo.py,
-// llama.py, qwen.py): tensor names, the +1 of Gemma's norm weights, the q/k row permutation of the
-// llama-rope families (Granite, SmolLM3, Mixtral), Phi-3's fused tensors kept fused and its rope
-// factor tensors, the multimodal tensors left out, each layer's experts stacked into one 3-D
-// tensor per kind in the order of their indices, the keys llama.cpp reads. All tensors F32.
+// llama.py, qwen.py, mistral3.py): tensor names, the +1 of Gemma's norm weights, the q/k row
+// permutation of the llama-rope families (Granite, SmolLM3, Mixtral, Mistral 3, Ministral 3), Phi-3's
+// fused tensors kept fused and its rope factor tensors, the multimodal tensors left out, each
+// layer's experts stacked into one 3-D tensor per kind in the order of their indices (fused ones:
+// down_proj as it is, gate_up_proj split into its gate and up halves per expert), the keys
+// llama.cpp reads. All tensors F32.
 //
 // Two uses: llama.cpp's logits of this file validate the float64 reference (family_reference.h)
 // independently of `gguf convert`, and a converted file's tensors are compared with it one by one,

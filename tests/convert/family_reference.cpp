@@ -13,7 +13,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using Vector = std::vector<double>;
 
-enum class Cls { llama, gemma, gemma2, gemma3, phi3, granite, olmo2, smollm3, mixtral, qwen2moe, qwen3moe };
+enum class Cls { llama, gemma, gemma2, gemma3, phi3, granite, olmo2, smollm3, mixtral, qwen2moe, qwen3moe, mistral, ministral3 };
 enum class Activation { silu, gelu_tanh, gelu_erf };
 // Where a block's norms are: llama's pre-norms; Gemma 2/3's pre-norms plus post-norms on both
 // branch outputs; OLMo 2's post-norms only.
@@ -67,6 +67,10 @@ struct Semantics {
   Rope global_rope, local_rope;  // local: the sliding layers' (Gemma 3)
   bool local_rope_differs = false;
   Moe moe;
+  // Ministral 3's llama 4 attention scaling: queries (after rope) times
+  // 1 + beta * ln(1 + floor(position / original)); beta 0: none.
+  double llama4_beta = 0.0;
+  double llama4_original = 0.0;
 };
 
 const Json* member(const Json& j, const std::string& key) {
@@ -152,6 +156,12 @@ Rope make_rope(const Json& c, double theta, const Json* rope_scaling, int64_t ro
     }
     for (int64_t i = 0; i < pairs; ++i) r.inv_freq[static_cast<size_t>(i)] /= ext[static_cast<size_t>(i)].get<double>();
     what << ", longrope " << (long_context ? "long" : "short") << " factors, attention factor " << r.attention_factor;
+  } else if (type == "yarn") {
+    const YarnRope yarn = yarn_rope(c, *rope_scaling, theta, rot_dim);
+    r.inv_freq = yarn.inv_freq;
+    r.attention_factor = yarn.attention_factor;
+    what << ", yarn factor " << yarn.factor << " (pairs <= " << yarn.low << " plain, >= " << yarn.high
+         << " interpolated), attention factor " << yarn.attention_factor;
   } else {
     throw std::invalid_argument("config.json: rope type " + type + " is not modelled by the reference");
   }
@@ -189,7 +199,19 @@ Semantics semantics(const Json& config, int64_t seq_len) {
   else if (s.hf_class == "MixtralForCausalLM") s.cls = Cls::mixtral;
   else if (s.hf_class == "Qwen2MoeForCausalLM") s.cls = Cls::qwen2moe;
   else if (s.hf_class == "Qwen3MoeForCausalLM") s.cls = Cls::qwen3moe;
-  else throw std::invalid_argument("the reference does not model " + s.hf_class);
+  else if (s.hf_class == "Ministral3ForCausalLM") s.cls = Cls::ministral3;
+  else if (s.hf_class == "Mistral3ForConditionalGeneration") {
+    // The text model is config.text_config: MistralModel (model_type mistral, Mistral Small 3.x) or
+    // Ministral3Model (ministral3); weights model.language_model.* and lm_head.weight (transformers
+    // >= 4.52), or language_model.model.* and language_model.lm_head.weight before.
+    text = member(config, "text_config");
+    if (text == nullptr || !text->is_object()) throw std::invalid_argument("config.json: no text_config");
+    const std::string text_type = text->value("model_type", std::string("mistral"));
+    if (text_type == "mistral") s.cls = Cls::mistral;
+    else if (text_type == "ministral3") s.cls = Cls::ministral3;
+    else throw std::invalid_argument("the reference does not model a Mistral3ForConditionalGeneration of text model " + text_type);
+    s.root = "model.language_model.";
+  } else throw std::invalid_argument("the reference does not model " + s.hf_class);
   const Json& c = *text;
   const bool gemma = s.cls == Cls::gemma || s.cls == Cls::gemma2 || s.cls == Cls::gemma3;
 
@@ -200,18 +222,20 @@ Semantics semantics(const Json& config, int64_t seq_len) {
   s.layers = integer(c, "num_hidden_layers");
   s.ff = integer(c, "intermediate_size");
   s.heads = integer(c, "num_attention_heads", s.cls == Cls::gemma3 ? std::optional<int64_t>(8) : std::nullopt);
-  // (MixtralConfig's 8, Qwen2MoeConfig's 16, Qwen3MoeConfig's 4 when absent.)
-  const int64_t kv_default = s.cls == Cls::gemma3 || s.cls == Cls::qwen3moe ? 4
-                             : s.cls == Cls::gemma || s.cls == Cls::qwen2moe ? 16
-                             : s.cls == Cls::mixtral                         ? 8
-                                                                             : s.heads;
-  s.kv_heads = integer(c, "num_key_value_heads", kv_default);
+  // (MixtralConfig's and MistralConfig's 8, Qwen2MoeConfig's 16, Qwen3MoeConfig's 4 when absent;
+  // Ministral 3's written.)
+  const int64_t kv_default = s.cls == Cls::gemma3 || s.cls == Cls::qwen3moe   ? 4
+                             : s.cls == Cls::gemma || s.cls == Cls::qwen2moe   ? 16
+                             : s.cls == Cls::mixtral || s.cls == Cls::mistral ? 8
+                                                                               : s.heads;
+  s.kv_heads = s.cls == Cls::ministral3 ? integer(c, "num_key_value_heads") : integer(c, "num_key_value_heads", kv_default);
   if (gemma) s.head_dim = integer(c, "head_dim", 256);
   else if (s.cls == Cls::granite || s.cls == Cls::smollm3) s.head_dim = s.hidden / s.heads;  // no head_dim attribute
   else s.head_dim = integer(c, "head_dim", s.hidden / s.heads);
 
   switch (s.cls) {
     case Cls::phi3: case Cls::olmo2: case Cls::mixtral: s.eps = number(c, "rms_norm_eps", 1e-5); break;
+    case Cls::ministral3: s.eps = number(c, "rms_norm_eps"); break;
     default: s.eps = number(c, "rms_norm_eps", 1e-6); break;
   }
   s.gemma_norm = gemma;
@@ -283,8 +307,9 @@ Semantics semantics(const Json& config, int64_t seq_len) {
       s.window = integer(c, "sliding_window");
       from_layer_types();
     }
-  } else if (s.cls == Cls::mixtral) {
-    // MixtralAttention passes config.sliding_window (None in Mixtral's checkpoints) to every layer.
+  } else if (s.cls == Cls::mixtral || s.cls == Cls::mistral || s.cls == Cls::ministral3) {
+    // MixtralAttention, MistralAttention and Ministral3Attention pass config.sliding_window (None in
+    // Mixtral's, Mistral Small 3's and Ministral 3's checkpoints) to every layer.
     if (present(c, "sliding_window")) {
       s.window = integer(c, "sliding_window");
       s.sliding.assign(static_cast<size_t>(s.layers), true);
@@ -329,10 +354,22 @@ Semantics semantics(const Json& config, int64_t seq_len) {
     }
   }
   const double theta_default = s.cls == Cls::gemma3 || s.cls == Cls::mixtral ? 1e6 : s.cls == Cls::smollm3 ? 2e6 : 10000.0;
-  const double theta = number(c, "rope_theta", theta_default);
+  double theta = number(c, "rope_theta", theta_default);
   int64_t rot_dim = s.head_dim;
   if (s.cls == Cls::phi3) rot_dim = static_cast<int64_t>(static_cast<double>(s.head_dim) * number(c, "partial_rotary_factor", 1.0));
   const Json* rope_scaling = member(c, "rope_scaling");
+  // transformers 5's configs: rope_parameters, rope_theta within (Ministral3Config has no other).
+  if (const Json* parameters = member(c, "rope_parameters"); parameters != nullptr && parameters->is_object()) {
+    rope_scaling = parameters;
+    theta = number(*parameters, "rope_theta", s.cls == Cls::ministral3 ? std::nullopt : std::optional<double>(theta));
+  } else if (s.cls == Cls::ministral3) {
+    throw std::invalid_argument("config.json: Ministral3ForCausalLM needs rope_parameters");
+  }
+  if (s.cls == Cls::ministral3) {
+    // Ministral3Attention reads both with .get(): a config without them fails in HF.
+    s.llama4_beta = number(*rope_scaling, "llama_4_scaling_beta");
+    s.llama4_original = number(*rope_scaling, "original_max_position_embeddings");
+  }
   s.global_rope = make_rope(c, theta, rope_scaling, rot_dim, seq_len);
   s.local_rope = s.global_rope;
   if (s.cls == Cls::gemma3) {
@@ -436,6 +473,40 @@ Vector gated_mlp(const HfTensor& gate_w, const HfTensor& up_w, const HfTensor& d
   return linear(down_w, up);
 }
 
+// Rows [row_begin, row_end) of expert e's matrix in a fused 3-D tensor [experts, rows, cols].
+HfTensor expert_rows(const HfTensor& fused, const std::string& name, int64_t e, int64_t row_begin, int64_t row_end) {
+  if (fused.shape.size() != 3 || e >= fused.shape[0] || row_end > fused.shape[1]) {
+    throw std::invalid_argument("the reference: " + name + " is not [experts, rows, cols] with expert " + std::to_string(e));
+  }
+  const int64_t cols = fused.shape[2];
+  const auto begin = fused.values.begin() + static_cast<std::ptrdiff_t>((e * fused.shape[1] + row_begin) * cols);
+  return HfTensor{{row_end - row_begin, cols}, std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>((row_end - row_begin) * cols))};
+}
+
+// Expert e's SwiGLU output: from its own tensors (experts.E.gate_proj.weight, ...), or from the
+// fused 3-D tensors transformers 5 stores (Qwen3MoeExperts: experts.gate_up_proj, expert e's gate
+// rows then its up rows, and experts.down_proj; with or without ".weight").
+Vector expert_output(const Moe& moe, const std::string& p, int64_t e, const Vector& h, Activation a, GeluEvaluation gelu,
+                     const std::map<std::string, HfTensor>& tensors) {
+  const std::string x = p + "experts." + std::to_string(e) + ".";
+  if (tensors.contains(x + moe.gate + ".weight")) {
+    return gated_mlp(tensor(tensors, x + moe.gate + ".weight"), tensor(tensors, x + moe.up + ".weight"),
+                     tensor(tensors, x + moe.down + ".weight"), h, a, gelu);
+  }
+  auto fused = [&](const std::string& kind) -> const HfTensor& {
+    const std::string name = p + "experts." + kind;
+    return tensors.contains(name) ? tensor(tensors, name) : tensor(tensors, name + ".weight");
+  };
+  if (moe.gate != "gate_proj" || !(tensors.contains(p + "experts.gate_up_proj") || tensors.contains(p + "experts.gate_up_proj.weight"))) {
+    throw std::invalid_argument("the reference: the checkpoint has no " + x + moe.gate + ".weight, nor fused experts");
+  }
+  const HfTensor& gate_up = fused("gate_up_proj");
+  const HfTensor& down = fused("down_proj");
+  const int64_t ff = gate_up.shape.at(1) / 2;
+  return gated_mlp(expert_rows(gate_up, p + "experts.gate_up_proj", e, 0, ff), expert_rows(gate_up, p + "experts.gate_up_proj", e, ff, 2 * ff),
+                   expert_rows(down, p + "experts.down_proj", e, 0, down.shape.at(1)), h, a, gelu);
+}
+
 // The sparse feed-forward of one position of one block (see Moe), recording the choice of experts
 // in `routing` when given.
 Vector moe_feed_forward(const Moe& moe, const std::string& block, const Vector& h, Activation a, GeluEvaluation gelu,
@@ -474,10 +545,8 @@ Vector moe_feed_forward(const Moe& moe, const std::string& block, const Vector& 
   }
   Vector out(h.size(), 0.0);
   for (const int64_t e : chosen) {
-    const std::string x = p + "experts." + std::to_string(e) + ".";
     const double weight = probs[static_cast<size_t>(e)] / (moe.renormalize ? chosen_total : 1.0);
-    const Vector y = gated_mlp(tensor(tensors, x + moe.gate + ".weight"), tensor(tensors, x + moe.up + ".weight"),
-                               tensor(tensors, x + moe.down + ".weight"), h, a, gelu);
+    const Vector y = expert_output(moe, p, e, h, a, gelu, tensors);
     for (size_t i = 0; i < out.size(); ++i) out[i] += weight * y[i];
   }
   if (moe.shared_expert) {
@@ -491,6 +560,43 @@ Vector moe_feed_forward(const Moe& moe, const std::string& block, const Vector& 
 
 }  // namespace
 
+YarnRope yarn_rope(const Json& config, const Json& parameters, double theta, int64_t dim) {
+  YarnRope y;
+  const double original = present(parameters, "original_max_position_embeddings") ? number(parameters, "original_max_position_embeddings")
+                                                                                  : number(config, "max_position_embeddings");
+  y.factor = present(parameters, "factor") ? number(parameters, "factor") : number(config, "max_position_embeddings") / original;
+  auto get_mscale = [](double scale, double mscale) { return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; };
+  const double mscale = number(parameters, "mscale", 0.0);
+  const double mscale_all_dim = number(parameters, "mscale_all_dim", 0.0);
+  if (present(parameters, "attention_factor")) y.attention_factor = number(parameters, "attention_factor");
+  else if (mscale != 0.0 && mscale_all_dim != 0.0) y.attention_factor = get_mscale(y.factor, mscale) / get_mscale(y.factor, mscale_all_dim);
+  else y.attention_factor = get_mscale(y.factor, 1.0);
+  // (`or` in HF: absent, null and 0 all take the default.)
+  double beta_fast = number(parameters, "beta_fast", 32.0);
+  double beta_slow = number(parameters, "beta_slow", 1.0);
+  if (beta_fast == 0.0) beta_fast = 32.0;
+  if (beta_slow == 0.0) beta_slow = 1.0;
+  const bool truncate = !present(parameters, "truncate") || parameters["truncate"].get<bool>();
+  auto correction_dim = [&](double rotations) {
+    return static_cast<double>(dim) * std::log(original / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(theta));
+  };
+  y.low = correction_dim(beta_fast);
+  y.high = correction_dim(beta_slow);
+  if (truncate) {
+    y.low = std::floor(y.low);
+    y.high = std::ceil(y.high);
+  }
+  y.low = std::max(y.low, 0.0);
+  y.high = std::min(y.high, static_cast<double>(dim - 1));
+  if (y.low == y.high) y.high += 0.001;
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    const double plain = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+    const double extrapolation = 1.0 - std::clamp((static_cast<double>(i) - y.low) / (y.high - y.low), 0.0, 1.0);
+    y.inv_freq.push_back(plain / y.factor * (1.0 - extrapolation) + plain * extrapolation);
+  }
+  return y;
+}
+
 bool hf_uses_gelu(const Json& config) { return semantics(config, 1).act != Activation::silu; }
 
 std::vector<std::vector<double>> reference_hf_logits(const Json& config, const std::map<std::string, HfTensor>& tensors,
@@ -499,9 +605,15 @@ std::vector<std::vector<double>> reference_hf_logits(const Json& config, const s
   const size_t n_tokens = tokens.size();
   if (routing != nullptr) *routing = ReferenceRouting{};
   Semantics s = semantics(config, static_cast<int64_t>(n_tokens));
-  if (s.root == "language_model.model." && !tensors.contains(s.root + "embed_tokens.weight")) {
-    s.root = "model.language_model.";
-    s.lm_head = "lm_head.weight";
+  // A multimodal checkpoint's text model under the other of its two layouts.
+  if (!tensors.contains(s.root + "embed_tokens.weight")) {
+    if (s.root == "language_model.model.") {
+      s.root = "model.language_model.";
+      s.lm_head = "lm_head.weight";
+    } else if (s.root == "model.language_model.") {
+      s.root = "language_model.model.";
+      s.lm_head = "language_model.lm_head.weight";
+    }
   }
   const auto hidden = static_cast<size_t>(s.hidden);
   const int64_t hd = s.head_dim;
@@ -551,6 +663,10 @@ std::vector<std::vector<double>> reference_hf_logits(const Json& config, const s
         const auto position = static_cast<int64_t>(t);
         for (int64_t h2 = 0; h2 < s.heads; ++h2) apply_rope(&q[t][static_cast<size_t>(h2 * hd)], rope, position);
         for (int64_t h2 = 0; h2 < s.kv_heads; ++h2) apply_rope(&k[t][static_cast<size_t>(h2 * hd)], rope, position);
+      }
+      if (s.llama4_beta != 0.0) {
+        const double scale = 1.0 + s.llama4_beta * std::log(1.0 + std::floor(static_cast<double>(t) / s.llama4_original));
+        for (double& value : q[t]) value *= scale;
       }
     }
     std::vector<Vector> branch(n_tokens);
@@ -634,6 +750,9 @@ std::string describe_hf_semantics(const Json& config) {
     out << "; " << s.moe.experts << " experts, top " << s.moe.top_k << " of softmax(router), "
         << (s.moe.renormalize ? "renormalized to sum 1" : "not renormalized");
     if (s.moe.shared_expert) out << ", + shared expert x sigmoid(shared_expert_gate)";
+  }
+  if (s.llama4_beta != 0.0) {
+    out << "; queries x (1 + " << s.llama4_beta << " ln(1 + floor(position / " << s.llama4_original << "))) (llama 4 scaling)";
   }
   out << "; rope " << s.global_rope.what;
   if (s.local_rope_differs) out << " (sliding layers: " << s.local_rope.what << ")";

@@ -35,7 +35,16 @@
 //     sigmoid(shared_expert_gate(x)) * shared_expert(x). Every layer sparse (dense layers through
 //     mlp_only_layers or decoder_sparse_step are refused: llama.cpp has none).
 //   Qwen3MoeForCausalLM: Qwen3's attention (per-head q_norm/k_norm, plain w) and Qwen2-MoE's
-//     mixture without the shared expert.
+//     mixture without the shared expert; the experts either one tensor each or fused as
+//     transformers 5 stores them (mlp.experts.gate_up_proj [experts, 2 * ff, hidden]: each expert's
+//     gate rows, then its up rows; mlp.experts.down_proj [experts, hidden, ff]; ".weight" or not).
+//   Mistral3ForConditionalGeneration (text_config): MistralForCausalLM's text model, llama's block
+//     with sliding_window (when not null) on every layer; or, for a text_config of model_type
+//     ministral3, Ministral3ForCausalLM's.
+//   Ministral3ForCausalLM (transformers 5): Mistral's block with rope_parameters (rope_theta within;
+//     yarn as yarn_rope below computes it), and queries times 1 + llama_4_scaling_beta *
+//     ln(1 + floor(position / original_max_position_embeddings)) after rope (llama 4's scaling: 1
+//     below that position).
 //   (Linear biases are added wherever the checkpoint has NAME.bias for q, k and v.)
 // Anything else a config asks for (another rope type, another activation) throws
 // std::invalid_argument: the reference never silently computes something else.
@@ -87,6 +96,22 @@ inline std::vector<std::vector<double>> reference_family_logits(const TinyHfMode
                                                                 ReferenceRouting* routing = nullptr) {
   return reference_hf_logits(model.config, model.tensors, tokens, gelu, routing);
 }
+
+// transformers' _compute_yarn_parameters (modeling_rope_utils, transformers 5): the inverse
+// frequencies of `dim` rotated dims with base `theta` for a yarn rope_parameters (or rope_scaling)
+// object, each between the plain frequency (extrapolation) and the plain one / factor
+// (interpolation) by a linear ramp over the pairs from `low` to `high`, the correction dims of
+// beta_fast and beta_slow rotations in original_max_position_embeddings (floored and ceiled unless
+// truncate is false); the attention factor multiplying cos and sin (attention_factor, or mscale's
+// ratio, or 0.1 ln(factor) + 1). max_position_embeddings of `config` stands in for an absent
+// original_max_position_embeddings, and max_position_embeddings / original for an absent factor.
+struct YarnRope {
+  std::vector<double> inv_freq;
+  double attention_factor = 1.0;
+  double factor = 1.0;
+  double low = 0.0, high = 0.0;
+};
+YarnRope yarn_rope(const nlohmann::ordered_json& config, const nlohmann::ordered_json& parameters, double theta, int64_t dim);
 
 // Whether the class's MLP uses GELU (then GeluEvaluation matters).
 bool hf_uses_gelu(const nlohmann::ordered_json& config);

@@ -1,5 +1,7 @@
 #include "gpt_oss_reference.h"
 
+#include "family_reference.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -42,37 +44,14 @@ Rope rope_of(const Json& c, int64_t dim) {
     return r;
   }
   if (type != "yarn") throw std::invalid_argument("the gpt-oss reference knows default and yarn rope only, not " + type);
-  const double factor = rs.at("factor").get<double>();
+  const YarnRope yarn = yarn_rope(c, rs, base, dim);  // family_reference.h: transformers' yarn parameters
+  r.inv_freq.assign(yarn.inv_freq.begin(), yarn.inv_freq.end());
+  r.attention_factor = yarn.attention_factor;
+  const double factor = yarn.factor, low = yarn.low, high = yarn.high;
   const double original = number_or(rs, "original_max_position_embeddings", number_or(c, "max_position_embeddings", 0));
-  auto get_mscale = [](double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; };
-  const double mscale = number_or(rs, "mscale", 0), mscale_all_dim = number_or(rs, "mscale_all_dim", 0);
-  if (rs.contains("attention_factor") && !rs["attention_factor"].is_null()) {
-    r.attention_factor = rs["attention_factor"].get<double>();
-  } else if (mscale != 0 && mscale_all_dim != 0) {
-    r.attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim);
-  } else {
-    r.attention_factor = get_mscale(factor, 1);
-  }
   const double beta_fast = number_or(rs, "beta_fast", 0) != 0 ? number_or(rs, "beta_fast", 0) : 32;
   const double beta_slow = number_or(rs, "beta_slow", 0) != 0 ? number_or(rs, "beta_slow", 0) : 1;
   const bool truncate = rs.value("truncate", true);
-  auto correction_dim = [&](double rotations) {
-    return static_cast<double>(dim) * std::log(original / (rotations * 2 * std::numbers::pi)) / (2 * std::log(base));
-  };
-  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
-  if (truncate) {
-    low = std::floor(low);
-    high = std::ceil(high);
-  }
-  low = std::max(low, 0.0);
-  high = std::min(high, static_cast<double>(dim - 1));
-  if (low == high) high += 0.001;
-  for (int64_t i = 0; i < dim / 2; ++i) {
-    const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
-    const double extrapolation = 1.0 - ramp;
-    const double pos_freq = std::pow(base, 2.0 * static_cast<double>(i) / static_cast<double>(dim));
-    r.inv_freq[i] = 1.0 / (factor * pos_freq) * (1 - extrapolation) + 1.0 / pos_freq * extrapolation;
-  }
   std::ostringstream what;
   what << "yarn rope (base " << base << ", factor " << factor << ", original " << original << ", beta_fast " << beta_fast
        << ", beta_slow " << beta_slow << ", truncate " << (truncate ? "true" : "false") << ": ramp over dims [" << low << ", "

@@ -148,6 +148,13 @@ class _AutoConfig:
             text = values.get("text_config") or {}
             _complete(text, "gemma3_text")
             values["text_config"] = text
+        elif model_type == "mistral3":  # Mistral3Config: text_config is a whole config of its model_type
+            text = values.get("text_config") or {}
+            text_type = text.setdefault("model_type", "mistral")  # (MistralConfig when not given)
+            if text_type not in _CLASSES:  # (ministral3: no stand-in; config.json is read as it is)
+                raise ValueError(f"no stand-in config class for a mistral3 text_config of model_type {text_type!r}")
+            _complete(text, text_type)
+            values["text_config"] = text
         elif model_type in _CLASSES:
             _complete(values, model_type)
         else:

@@ -44,6 +44,9 @@ constexpr Variant kVariants[] = {
     {"mixtral_f16_to_q8_0", false, TinyFamily::mixtral, CheckpointDtype::F16, "q8_0", true},
     {"qwen2moe_bf16_to_bf16", false, TinyFamily::qwen2moe, CheckpointDtype::BF16, "bf16", false},
     {"qwen3moe_f32_to_f16", false, TinyFamily::qwen3moe, CheckpointDtype::F32, "f16", false},
+    {"qwen3moe_fused_bf16_to_f16", false, TinyFamily::qwen3moe_fused, CheckpointDtype::BF16, "f16", false},
+    {"mistral3_vision_f16_to_bf16", false, TinyFamily::mistral3_vision, CheckpointDtype::F16, "bf16", true},
+    {"ministral3_bf16_to_f16", false, TinyFamily::ministral3, CheckpointDtype::BF16, "f16", true},
 };
 
 class SameBytesAsLlamaCppConverter : public testing::TestWithParam<Variant> {
