@@ -545,6 +545,21 @@ class TensorStream {
     return head * rows_per_head + (within % 2) * half + within / 2;
   }
 
+  // How many of the at most `limit` output rows from `row` on follow each other in one checkpoint
+  // tensor (then they are copied or converted in one call): all of them for a plain tensor, those
+  // of the same expert for stacked and split experts, one for a permuted or interleaved tensor.
+  static int64_t contiguous_rows(const ConvertTensorPlan& t, int64_t row, int64_t limit) {
+    switch (t.transform) {
+      case ConvertTransform::none:
+        return limit;
+      case ConvertTransform::stack_experts:
+      case ConvertTransform::split_experts:
+        return std::min(limit, t.shape[1] - row % t.shape[1]);
+      default:
+        return 1;
+    }
+  }
+
   // Where output row `row` starts in the checkpoint, rows of `row_bytes` there: a stacked
   // tensor's rows come expert after expert, each from that expert's tensor.
   static const std::byte* row_data(const ConvertTensorPlan& t, int64_t row, size_t row_bytes) {
@@ -638,9 +653,10 @@ class TensorStream {
     }
     if (keeps_source_type(t)) {
       quant::parallel_ranges(rows, threads, rows_per_task, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
+        for (int64_t r = begin, n = 0; r < end; r += n) {
+          n = contiguous_rows(t, first + r, end - r);
           copy_row(t, row_data(t, first + r, static_cast<size_t>(dst_row)), encoded_.data() + static_cast<size_t>(r) * dst_row,
-                   static_cast<size_t>(dst_row));
+                   static_cast<size_t>(n) * static_cast<size_t>(dst_row));
         }
       });
       return {};
@@ -653,6 +669,19 @@ class TensorStream {
     quant::parallel_ranges(rows, threads, rows_per_task, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         float* dst = floats_.data() + r * ne0;
+        // A run of rows that follow each other in the checkpoint is widened in one call.
+        if (const int64_t n = contiguous_rows(t, first + r, end - r); n > 1 && t.stride == 1 && t.transform != ConvertTransform::generated) {
+          const uint32_t bytes = safetensors_dtype_bytes(t.source->dtype);
+          const std::byte* src = row_data(t, first + r, static_cast<size_t>(ne0) * bytes);
+          const auto values = static_cast<size_t>(n * ne0);
+          if (source_type) {
+            if (!dequantize(*source_type, std::span<const std::byte>(src, values * bytes), std::span<float>(dst, values))) failed = true;
+          } else {
+            widen(t.source->dtype, src, dst, n * ne0);
+          }
+          r += n - 1;
+          continue;
+        }
         const int64_t from = source_row(t, first + r);
         if (t.transform == ConvertTransform::generated) {
           std::memcpy(dst, t.generated.data() + from * ne0, static_cast<size_t>(ne0) * 4);
