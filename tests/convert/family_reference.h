@@ -113,6 +113,13 @@ struct YarnRope {
 };
 YarnRope yarn_rope(const nlohmann::ordered_json& config, const nlohmann::ordered_json& parameters, double theta, int64_t dim);
 
+// The reference's arithmetic, in float64 (gpt_oss_reference.cpp uses it too): y = W x for a PyTorch
+// linear weight [out_features, in_features], rows [row_begin, row_end) (all by default); RMSNorm
+// x / sqrt(mean(x^2) + eps) * w, or * (1 + w) for Gemma's norms.
+std::vector<double> reference_linear(const HfTensor& weight, const std::vector<double>& x, int64_t row_begin = 0,
+                                     int64_t row_end = -1);
+std::vector<double> reference_rms_norm(std::vector<double> x, const HfTensor& weight, double eps, bool plus_one = false);
+
 // Whether the class's MLP uses GELU (then GeluEvaluation matters).
 bool hf_uses_gelu(const nlohmann::ordered_json& config);
 

@@ -1,7 +1,6 @@
 #include "gpt_oss_checkpoint.h"
 
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -28,50 +27,6 @@ constexpr int64_t kSmallVocab = 1024;
 // the chosen experts' gate/up values in the logits test).
 constexpr int kScaleLow = 123;
 constexpr int kScaleHigh = 125;
-
-double random_in(std::mt19937& rng, double lo, double hi) {
-  const double unit = static_cast<double>(rng()) / 4294967296.0;
-  return lo + (hi - lo) * unit;
-}
-
-float stored_as(double v, CheckpointDtype dtype) {
-  const auto f = static_cast<float>(v);
-  switch (dtype) {
-    case CheckpointDtype::F32: return f;
-    case CheckpointDtype::F16: return f16_bits_to_float(float_to_f16_bits(f));
-    case CheckpointDtype::BF16: return bf16_bits_to_float(float_to_bf16_bits(f));
-  }
-  return f;
-}
-
-const char* safetensors_dtype_of(CheckpointDtype dtype) {
-  switch (dtype) {
-    case CheckpointDtype::F32: return "F32";
-    case CheckpointDtype::F16: return "F16";
-    case CheckpointDtype::BF16: return "BF16";
-  }
-  return "?";
-}
-
-const char* torch_dtype_of(CheckpointDtype dtype) {
-  switch (dtype) {
-    case CheckpointDtype::F32: return "float32";
-    case CheckpointDtype::F16: return "float16";
-    case CheckpointDtype::BF16: return "bfloat16";
-  }
-  return "?";
-}
-
-void append_value(std::vector<std::byte>& out, float v, CheckpointDtype dtype) {
-  uint32_t bits = 0;
-  int bytes = 4;
-  switch (dtype) {
-    case CheckpointDtype::F32: std::memcpy(&bits, &v, 4); break;
-    case CheckpointDtype::F16: bits = float_to_f16_bits(v), bytes = 2; break;
-    case CheckpointDtype::BF16: bits = float_to_bf16_bits(v), bytes = 2; break;
-  }
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::byte>((bits >> (8 * i)) & 0xff));
-}
 
 // config.json as transformers (4.55, which published gpt-oss) writes GptOssConfig: every attribute,
 // keys sorted, as in openai/gpt-oss-20b's. max_position_embeddings is factor x
@@ -117,7 +72,7 @@ Json gpt_oss_config(int64_t vocab, bool o200k, CheckpointDtype dtype) {
   j["sliding_window"] = kSlidingWindow;
   j["swiglu_limit"] = 7.0;
   j["tie_word_embeddings"] = false;
-  j["torch_dtype"] = torch_dtype_of(dtype);
+  j["torch_dtype"] = torch_dtype_name(dtype);
   j["transformers_version"] = "4.55.0.dev0";
   j["use_cache"] = true;
   j["vocab_size"] = vocab;
@@ -162,7 +117,7 @@ TinyGptOss make_tiny_gpt_oss(const TinyGptOssOptions& options) {
     int64_t n = 1;
     for (const int64_t d : t.shape) n *= d;
     t.values.resize(static_cast<size_t>(n));
-    for (float& v : t.values) v = stored_as(random_in(rng, lo, hi), options.dtype);
+    for (float& v : t.values) v = stored_value(uniform(rng, lo, hi), options.dtype);
     m.tensors[name] = std::move(t);
   };
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
@@ -208,33 +163,9 @@ TinyGptOss make_tiny_gpt_oss(const TinyGptOssOptions& options) {
 }
 
 std::vector<std::byte> gpt_oss_safetensors_bytes(const TinyGptOss& model) {
-  // Every name in order (the float and U8 maps merged), as gen_oss.py and safetensors' writers
+  // Every name in order, the float and U8 tensors together, as gen_oss.py and safetensors' writers
   // order a checkpoint of one dtype: each *_blocks right before its *_scales.
-  std::map<std::string, std::pair<const HfTensor*, const U8Tensor*>> all;
-  for (const auto& [name, t] : model.tensors) all[name].first = &t;
-  for (const auto& [name, t] : model.mxfp4) all[name].second = &t;
-  Json header;
-  header["__metadata__"] = {{"format", "pt"}};
-  std::vector<std::byte> data;
-  for (const auto& [name, t] : all) {
-    const size_t begin = data.size();
-    if (t.first != nullptr) {
-      for (const float v : t.first->values) append_value(data, v, model.dtype);
-      header[name] = {{"dtype", safetensors_dtype_of(model.dtype)}, {"shape", t.first->shape}, {"data_offsets", {begin, data.size()}}};
-    } else {
-      for (const uint8_t b : t.second->bytes) data.push_back(static_cast<std::byte>(b));
-      header[name] = {{"dtype", "U8"}, {"shape", t.second->shape}, {"data_offsets", {begin, data.size()}}};
-    }
-  }
-  std::string json = header.dump();
-  json.append((8 - json.size() % 8) % 8, ' ');
-  std::vector<std::byte> out;
-  out.reserve(8 + json.size() + data.size());
-  const uint64_t length = json.size();
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>((length >> (8 * i)) & 0xff));
-  for (const char c : json) out.push_back(static_cast<std::byte>(c));
-  out.insert(out.end(), data.begin(), data.end());
-  return out;
+  return safetensors_bytes(model.tensors, model.dtype, model.mxfp4);
 }
 
 std::string write_gpt_oss_checkpoint(const TinyGptOss& model, const fs::path& dir) {

@@ -22,12 +22,6 @@
 
 namespace ggufkit::test {
 
-// One U8 tensor of the checkpoint (an MXFP4 *_blocks or *_scales), shape outermost first.
-struct U8Tensor {
-  std::vector<int64_t> shape;
-  std::vector<uint8_t> bytes;
-};
-
 struct TinyGptOssOptions {
   // The o200k vocabulary: vocab_size 201088 (gpt-oss's: the tokenizer's 200019 ids, the rest
   // padding) and the @lenml gpt-4o tokenizer.json / tokenizer_config.json written next to the

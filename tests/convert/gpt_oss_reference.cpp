@@ -93,26 +93,10 @@ Params params_of(const Json& c) {
   return p;
 }
 
-// y = W x (+ b): W [out][in] row-major.
+// y = W x (+ b), the family reference's linear layer with a bias.
 Vec linear(const HfTensor& w, const Vec& x, const HfTensor* b) {
-  const size_t in = x.size(), out = w.values.size() / in;
-  Vec y(out);
-  for (size_t o = 0; o < out; ++o) {
-    const float* row = w.values.data() + o * in;
-    double s = 0;
-    for (size_t i = 0; i < in; ++i) s += static_cast<double>(row[i]) * x[i];
-    y[o] = s + (b != nullptr ? static_cast<double>(b->values[o]) : 0.0);
-  }
-  return y;
-}
-
-Vec rms_norm(const Vec& x, const HfTensor& w, double eps) {
-  double ms = 0;
-  for (const double v : x) ms += v * v;
-  ms /= static_cast<double>(x.size());
-  const double inv = 1.0 / std::sqrt(ms + eps);
-  Vec y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * static_cast<double>(w.values[i]);
+  Vec y = reference_linear(w, x);
+  for (size_t o = 0; b != nullptr && o < y.size(); ++o) y[o] += static_cast<double>(b->values[o]);
   return y;
 }
 
@@ -180,7 +164,7 @@ std::vector<std::vector<double>> reference_gpt_oss_logits(const TinyGptOss& mode
     const std::string attn = pre + "self_attn.";
     std::vector<Vec> q(T), k(T), v(T);
     for (int64_t t = 0; t < T; ++t) {
-      const Vec h = rms_norm(x[t], model.at(pre + "input_layernorm.weight"), p.eps);
+      const Vec h = reference_rms_norm(x[t], model.at(pre + "input_layernorm.weight"), p.eps);
       q[t] = linear(model.at(attn + "q_proj.weight"), h, &model.at(attn + "q_proj.bias"));
       k[t] = linear(model.at(attn + "k_proj.weight"), h, &model.at(attn + "k_proj.bias"));
       v[t] = linear(model.at(attn + "v_proj.weight"), h, &model.at(attn + "v_proj.bias"));
@@ -224,7 +208,7 @@ std::vector<std::vector<double>> reference_gpt_oss_logits(const TinyGptOss& mode
     const HfTensor& down_bias = model.at(mlp + "experts.down_proj_bias");
     if (routing != nullptr) routing->chosen.emplace_back();
     for (int64_t t = 0; t < T; ++t) {
-      Vec h = rms_norm(x[t], model.at(pre + "post_attention_layernorm.weight"), p.eps);
+      Vec h = reference_rms_norm(x[t], model.at(pre + "post_attention_layernorm.weight"), p.eps);
       const Vec logits = linear(model.at(mlp + "router.weight"), h, &model.at(mlp + "router.bias"));
       std::vector<int64_t> order(static_cast<size_t>(p.experts));
       std::iota(order.begin(), order.end(), 0);
@@ -285,7 +269,7 @@ std::vector<std::vector<double>> reference_gpt_oss_logits(const TinyGptOss& mode
 
   const HfTensor& head = model.at("lm_head.weight");
   std::vector<std::vector<double>> logits(static_cast<size_t>(T));
-  for (int64_t t = 0; t < T; ++t) logits[t] = linear(head, rms_norm(x[t], model.at("model.norm.weight"), p.eps), nullptr);
+  for (int64_t t = 0; t < T; ++t) logits[t] = linear(head, reference_rms_norm(x[t], model.at("model.norm.weight"), p.eps), nullptr);
   return logits;
 }
 

