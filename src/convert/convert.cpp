@@ -123,18 +123,10 @@ std::optional<RuleMatch> match_rule(const Family& family, std::string_view name,
   for (const TensorRule& r : family.global_tensors) {
     if (r.hf_name == name) return RuleMatch{&r, -1};
   }
-  constexpr std::string_view prefix = "model.layers.";
-  if (!name.starts_with(prefix)) return std::nullopt;
-  name.remove_prefix(prefix.size());
-  const size_t dot = name.find('.');
-  if (dot == 0 || dot == std::string_view::npos || dot > 9) return std::nullopt;
-  int64_t layer = 0;
-  for (char ch : name.substr(0, dot)) {
-    if (ch < '0' || ch > '9') return std::nullopt;
-    layer = layer * 10 + (ch - '0');
-  }
-  if (layer >= block_count || (dot > 1 && name[0] == '0')) return std::nullopt;
-  name.remove_prefix(dot + 1);
+  const auto split = convert_detail::split_layer_name(name);
+  if (!split || split->first >= block_count) return std::nullopt;
+  const auto [layer, rest] = *split;
+  name = rest;
   for (const TensorRule& r : family.layer_tensors) {
     if (r.transform == ConvertTransform::stack_experts) {
       if (const auto expert = match_expert(r.hf_name, name, n_expert)) return RuleMatch{&r, layer, *expert};

@@ -241,6 +241,20 @@ int64_t dim_value(const HfConfig& c, Dim d) {
   return 0;
 }
 
+std::optional<std::pair<int64_t, std::string_view>> split_layer_name(std::string_view name) {
+  constexpr std::string_view prefix = "model.layers.";
+  if (!name.starts_with(prefix)) return std::nullopt;
+  name.remove_prefix(prefix.size());
+  const size_t dot = name.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot > 9 || (dot > 1 && name[0] == '0')) return std::nullopt;
+  int64_t layer = 0;
+  for (char ch : name.substr(0, dot)) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    layer = layer * 10 + (ch - '0');
+  }
+  return std::pair{layer, name.substr(dot + 1)};
+}
+
 void KeyWriter::set(std::string key, MetadataValue value) {
   for (auto& [k, v] : keys_) {
     if (k == key) {

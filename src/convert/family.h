@@ -203,6 +203,9 @@ ConvertTensorPlan generated_tensor(std::string gguf_name, std::vector<float> val
 std::span<const TensorRule> qwen2_attention();
 std::span<const TensorRule> qwen3_attention();
 
+// "model.layers.N.REST" as N (decimal, no leading zero, below 10^9) and REST; nothing for another name.
+std::optional<std::pair<int64_t, std::string_view>> split_layer_name(std::string_view name);
+
 // LlamaModel's block (families/llama.cpp): q and k permuted for llama.cpp's adjacent-pair rope;
 // Granite and SmolLM3 are LlamaModel subclasses with the same block.
 std::span<const TensorRule> llama_block();

@@ -645,6 +645,7 @@ struct Inputs {
   json tokenizer;  // tokenizer_json.rest
   std::optional<json> tokenizer_config;
   std::optional<json> model_config;
+  bool has_tokenizer_json = false, has_sentencepiece = false;  // tokenizer.json, tokenizer.model there
 };
 
 // TextModel._set_vocab_gpt2 (get_vocab_base + SpecialVocab with merges).
@@ -1033,13 +1034,14 @@ Expected<void> check_tokenizer_json(const Inputs& in, bool present) {
   return {};
 }
 
-Expected<TokenizerMetadata> read_vocab(const fs::path& dir, const TokenizerOptions& options) {
-  TokenizerRecipe recipe = options.recipe;
+// The tokenizer files of `dir` (the ones there), read once, checked to be JSON objects.
+Expected<Inputs> load_inputs(const fs::path& dir) {
   Inputs in;
   in.dir = dir;
   auto tokenizer = load_tokenizer_json(dir / "tokenizer.json");
   if (!tokenizer) return std::move(tokenizer).error();
   const bool has_tokenizer_json = tokenizer->has_value();
+  in.has_tokenizer_json = has_tokenizer_json;
   if (has_tokenizer_json) {
     in.tokenizer_json = std::move(**tokenizer);
     in.tokenizer = std::move(in.tokenizer_json.rest);
@@ -1048,6 +1050,7 @@ Expected<TokenizerMetadata> read_vocab(const fs::path& dir, const TokenizerOptio
   }
   std::error_code ec;
   const bool has_sentencepiece = fs::is_regular_file(dir / "tokenizer.model", ec);
+  in.has_sentencepiece = has_sentencepiece;
   if (!has_tokenizer_json && !has_sentencepiece) {
     return tokenizer_error(ErrorCode::io_error, dir / "tokenizer.json", "not found in " + dir.string() + " (nor tokenizer.model)");
   }
@@ -1067,7 +1070,13 @@ Expected<TokenizerMetadata> read_vocab(const fs::path& dir, const TokenizerOptio
   if (in.model_config && !in.model_config->is_object()) {
     return tokenizer_error(ErrorCode::bad_header, dir / "config.json", "not a JSON object");
   }
+  return in;
+}
 
+// The vocabulary keys of the recipe's set_vocab.
+Expected<TokenizerMetadata> read_vocab(const Inputs& in, TokenizerRecipe recipe) {
+  const fs::path& dir = in.dir;
+  const bool has_tokenizer_json = in.has_tokenizer_json, has_sentencepiece = in.has_sentencepiece;
   std::string architecture;
   if (in.model_config) {
     if (const json* list = member(*in.model_config, "architectures"); list != nullptr && list->is_array() && !list->empty() && (*list)[0].is_string()) {
@@ -1127,24 +1136,14 @@ Expected<TokenizerMetadata> read_vocab(const fs::path& dir, const TokenizerOptio
 }
 
 Expected<TokenizerMetadata> convert(const fs::path& dir, const TokenizerOptions& options) {
-  auto out = read_vocab(dir, options);
+  auto in = load_inputs(dir);
+  if (!in) return std::move(in).error();
+  auto out = read_vocab(*in, options.recipe);
   if (!out) return out;
   if (!options.extra_special_types.empty()) {
-    Inputs in;
-    in.dir = dir;
-    auto tokenizer = load_tokenizer_json(dir / "tokenizer.json");
-    if (!tokenizer) return std::move(tokenizer).error();
-    in.tokenizer = *tokenizer ? std::move((*tokenizer)->rest) : json::object();
-    for (auto [field, name] : {std::pair{&in.tokenizer_config, "tokenizer_config.json"}, {&in.model_config, "config.json"}}) {
-      auto loaded = load_json(dir / name);
-      if (!loaded) return std::move(loaded).error();
-      *field = std::move(*loaded);
-    }
-    if (auto ok = extra_special_vocab(in, options, *out); !ok) return std::move(ok).error();
+    if (auto ok = extra_special_vocab(*in, options, *out); !ok) return std::move(ok).error();
   }
-  std::error_code ec;
-  const bool from_sentencepiece = fs::is_regular_file(dir / "tokenizer.model", ec);
-  if (options.add_space_prefix && (options.recipe != TokenizerRecipe::sentencepiece_or_gpt2 || from_sentencepiece)) {
+  if (options.add_space_prefix && (options.recipe != TokenizerRecipe::sentencepiece_or_gpt2 || in->has_sentencepiece)) {
     set_tokenizer_key(*out, "tokenizer.ggml.add_space_prefix", MetadataValue::of(*options.add_space_prefix));
   }
   return out;

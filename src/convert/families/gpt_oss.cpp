@@ -35,18 +35,6 @@ constexpr TensorRule kLayer[] = {
 
 bool is_mxfp4_part(std::string_view name) { return name.ends_with("_blocks") || name.ends_with("_scales"); }
 
-// The block index of "model.layers.N.…".
-std::optional<int64_t> layer_of(std::string_view name) {
-  constexpr std::string_view prefix = "model.layers.";
-  if (!name.starts_with(prefix)) return std::nullopt;
-  name.remove_prefix(prefix.size());
-  int64_t layer = 0;
-  size_t digits = 0;
-  for (; digits < name.size() && digits < 9 && name[digits] >= '0' && name[digits] <= '9'; ++digits) layer = layer * 10 + (name[digits] - '0');
-  if (digits == 0 || digits >= name.size() || name[digits] != '.') return std::nullopt;
-  return layer;
-}
-
 // One MXFP4 tensor of `rows` rows per expert (every `stride`-th checkpoint row from `offset`).
 Expected<ConvertTensorPlan> mxfp4_tensor(const HfConfig& c, int64_t layer, std::string_view gguf, const SafetensorsTensor& blocks,
                                          const SafetensorsTensor& scales, int64_t rows, int64_t stride, int64_t offset) {
@@ -87,20 +75,23 @@ Expected<void> mxfp4_experts(const FamilyInput& in, KeyWriter&, std::vector<Conv
     }
     const bool down = t->name.ends_with("mlp.experts.down_proj_scales");
     if (!down && !t->name.ends_with("mlp.experts.gate_up_proj_scales")) continue;
-    const auto layer = layer_of(t->name);
+    const auto split = split_layer_name(t->name);
     const std::string blocks_name = t->name.substr(0, t->name.size() - std::string_view("_scales").size()) + "_blocks";
-    if (!layer || *layer >= c.block_count) return tensor_error(t->name, "not a tensor of a layer config.json has");
+    if (!split || split->first >= c.block_count) return tensor_error(t->name, "not a tensor of a layer config.json has");
+    const int64_t layer = split->first;
     if (blocks == nullptr || blocks->name != blocks_name) return tensor_error(blocks_name, "missing, or not right before its scales");
-    const std::vector<std::tuple<std::string_view, int64_t, int64_t, int64_t>> parts =
-        down ? std::vector<std::tuple<std::string_view, int64_t, int64_t, int64_t>>{{"ffn_down_exps.weight", c.n_embd, 1, 0}}
-             : std::vector<std::tuple<std::string_view, int64_t, int64_t, int64_t>>{{"ffn_gate_exps.weight", c.n_ff, 2, 0},
-                                                                                    {"ffn_up_exps.weight", c.n_ff, 2, 1}};
-    for (const auto& [gguf, rows, stride, offset] : parts) {
-      auto tensor = mxfp4_tensor(c, *layer, gguf, *blocks, *t, rows, stride, offset);
+    struct Part {
+      std::string_view gguf;
+      int64_t rows, stride, offset;  // rows per expert, taken every stride-th from offset
+    };
+    const Part down_part[] = {{"ffn_down_exps.weight", c.n_embd, 1, 0}};
+    const Part gate_up_parts[] = {{"ffn_gate_exps.weight", c.n_ff, 2, 0}, {"ffn_up_exps.weight", c.n_ff, 2, 1}};
+    for (const Part& part : down ? std::span<const Part>(down_part) : std::span<const Part>(gate_up_parts)) {
+      auto tensor = mxfp4_tensor(c, layer, part.gguf, *blocks, *t, part.rows, part.stride, part.offset);
       if (!tensor) return std::move(tensor).error();
       out.push_back(std::move(*tensor));
     }
-    layers_done.push_back(*layer);
+    layers_done.push_back(layer);
     blocks = nullptr;
   }
   // Every layer's experts: down, and gate with up.
