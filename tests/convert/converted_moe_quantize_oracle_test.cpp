@@ -38,6 +38,8 @@ TEST_P(ConvertedMoeQuantize, SameBytesAsLlamaQuantize) {
   const fs::path converted = dir_ / "converted-f16.gguf";
   const CommandResult convert = run_gguf({"convert", checkpoint.string(), converted.string(), "--outtype", "f16", "--quiet"});
   ASSERT_EQ(convert.exit_code, 0) << convert.out << convert.err;
+  EXPECT_EQ(convert.out, converted.string() + "\n");
+  EXPECT_EQ(convert.err, "");
 
   for (const char* preset : {"MXFP4_MOE", "Q4_K_M", "Q8_0"}) {
     SCOPED_TRACE(family_label(GetParam()) + " quantized to " + preset);
@@ -45,6 +47,7 @@ TEST_P(ConvertedMoeQuantize, SameBytesAsLlamaQuantize) {
     const fs::path theirs = dir_ / (std::string("llama-") + preset + ".gguf");
     const CommandResult quantized = run_gguf({"quantize", converted.string(), ours.string(), preset, "--quiet"});
     ASSERT_EQ(quantized.exit_code, 0) << quantized.out << quantized.err;
+    EXPECT_EQ(quantized.out, ours.string() + "\n");
     EXPECT_EQ(quantized.err, "");
     ASSERT_TRUE(oracle->quantize(converted.string(), theirs.string(), *parse_file_type(preset), false, 2));
     EXPECT_EQ(first_difference(ours.string(), theirs.string()), "");

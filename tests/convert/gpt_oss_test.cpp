@@ -121,6 +121,7 @@ TEST_P(GptOssSameBytesAsLlamaCppConverter, EveryKeyAndTensor) {
   const CommandResult converted =
       run_gguf({"convert", checkpoint.string(), ours.string(), "--outtype", v.outtype, "--quiet", "--no-tokenizer"});
   ASSERT_EQ(converted.exit_code, 0) << "gpt-oss " << v.name << ": gguf convert failed:\n" << converted.out << converted.err;
+  EXPECT_EQ(converted.out, ours.string() + "\n");
   EXPECT_EQ(converted.err, "");
 
   if (read_bytes(ours) != read_bytes(reference)) {

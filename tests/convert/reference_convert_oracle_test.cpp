@@ -89,6 +89,7 @@ TEST_P(SameBytesAsLlamaCppConverter, EveryKeyAndTensor) {
   if (!v.vocabulary) args.push_back("--no-tokenizer");
   const CommandResult converted = run_gguf(args);
   ASSERT_EQ(converted.exit_code, 0) << converted.out << converted.err;
+  EXPECT_EQ(converted.out, ours.string() + "\n");  // the file written, nothing else
   EXPECT_EQ(converted.err, "");
 
   if (read_bytes(ours) != read_bytes(reference)) {
