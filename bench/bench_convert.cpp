@@ -14,6 +14,10 @@
 // Jobs, each in a child process of its own so that its peak resident memory (ru_maxrss from wait4;
 // mapped input pages count too) and CPU time are its alone:
 //   cp      /bin/cp of the shards into a directory next to the outputs (the same bytes read and written)
+//   plan    convert_model with dry_run: config.json, the shards' headers, the plan and the tokenizer,
+//           no tensor data (the qwen3 tokenizer of the MoE checkpoint takes ~0.1 s, llama 2's ~0.02 s:
+//           the "tensors" column divides the input bytes by a job's time less this one's, the speed
+//           per byte of the tensor phase, which is what the MoE and dense checkpoints compare on)
 //   f16     convert to F16   (from BF16: one conversion per value)
 //   bf16    convert to BF16  (from BF16: the same type, nearly a copy)
 //   q8_0    convert to Q8_0  (quantized, one block of 32 at a time)
@@ -423,13 +427,14 @@ int main(int argc, char** argv) {
       {"q8_0", TensorType::Q8_0, "quantized"},
   };
   std::printf("best of %d after one warm-up run; GB/s = input bytes (%.3f GB) / seconds; ratio = cp time / job time;\n"
+              "tensors = input GB / (job seconds - plan seconds), the speed per byte of the tensor phase;\n"
               "cpu = user + system seconds; peak = peak resident MiB (ru_maxrss of the job's process: mapped input pages "
               "count);\nno job flushes to the disk (cp does not; ConvertOptions::sync = false); every output goes to %s, "
               "the same file system as cp's copies; convert uses %s\n",
               repeat, static_cast<double>(input_bytes) / 1e9, out.c_str(),
               threads == 0 ? "all cores" : (std::to_string(threads) + " thread(s)").c_str());
-  std::printf("%-6s %9s %7s %7s %8s %9s %10s  %s\n", "job", "seconds", "GB/s", "ratio", "cpu", "peak MiB", "out MiB",
-              "note");
+  std::printf("%-6s %9s %7s %7s %8s %9s %10s %8s  %s\n", "job", "seconds", "GB/s", "ratio", "cpu", "peak MiB", "out MiB",
+              "tensors", "note");
   std::fflush(stdout);
 
   const Timing cp = best_of(repeat, start_cp, clean_cp);
@@ -438,9 +443,30 @@ int main(int argc, char** argv) {
     return 1;
   }
   clean_cp();
-  std::printf("%-6s %7.3f s %7.2f %6.2fx %6.2f s %9.0f %10.0f  %s\n", "cp", cp.real,
+  std::printf("%-6s %7.3f s %7.2f %6.2fx %6.2f s %9.0f %10.0f %8s  %s\n", "cp", cp.real,
               static_cast<double>(input_bytes) / 1e9 / cp.real, 1.0, cp.cpu, cp.peak_mib,
-              static_cast<double>(input_bytes) / 1048576.0, "/bin/cp of the shards");
+              static_cast<double>(input_bytes) / 1048576.0, "", "/bin/cp of the shards");
+  std::fflush(stdout);
+
+  // The plan alone (dry run: no tensor data is read or written).
+  auto start_plan = [&]() -> pid_t {
+    const pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    ConvertOptions options;
+    options.threads = Threads{threads};
+    options.dry_run = true;
+    auto r = convert_model(hf, out / "plan.gguf", options);
+    if (!r) std::fprintf(stderr, "plan: %s\n", r.error().describe().c_str());
+    std::fflush(nullptr);
+    ::_exit(r && r->tensors.size() == shape.gguf_tensors() ? 0 : 1);
+  };
+  const Timing plan = best_of(repeat, start_plan, [] {});
+  if (plan.failed) {
+    std::fprintf(stderr, "bench_convert: the dry run failed\n");
+    return 1;
+  }
+  std::printf("%-6s %7.3f s %7s %7s %6.2f s %9.0f %10s %8s  %s\n", "plan", plan.real, "", "", plan.cpu, plan.peak_mib, "",
+              "", "dry run: headers, plan, tokenizer; no tensor data");
   std::fflush(stdout);
 
   int status = 0;
@@ -477,9 +503,9 @@ int main(int argc, char** argv) {
       }
     }
     clean();
-    std::printf("%-6s %7.3f s %7.2f %6.2fx %6.2f s %9.0f %10.0f  %s\n", job.label, t.real,
+    std::printf("%-6s %7.3f s %7.2f %6.2fx %6.2f s %9.0f %10.0f %8.2f  %s\n", job.label, t.real,
                 static_cast<double>(input_bytes) / 1e9 / t.real, cp.real / t.real, t.cpu, t.peak_mib, out_mib,
-                note.c_str());
+                static_cast<double>(input_bytes) / 1e9 / std::max(1e-3, t.real - plan.real), note.c_str());
     std::fflush(stdout);
   }
   return status;
