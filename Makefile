@@ -1,10 +1,12 @@
 # ggufkit. `make` builds build/gguf; `make demo` and `make test` also install what is missing.
 #   make            the library and the CLI (Release), build/gguf
+#   make python     the Python package ggufkit in build/python (PYTHONPATH=build/python python3 -c 'import ggufkit')
 #   make demo       installs the build dependencies, builds the CLI, runs the main job on the sample
 #   make test       installs everything the tests need, builds (Release and ASan+UBSan), runs every
 #                   test and a short fuzz run; prints the time of each phase
-#   make install    installs the CLI, headers, library, CMake package, pkg-config file, man page and
-#                   bash completion under PREFIX (default /usr/local; DESTDIR is honoured)
+#   make install    installs the CLI, headers, library, CMake package, pkg-config file, man page,
+#                   bash completion and the Python package (for the system python3) under PREFIX
+#                   (default /usr/local; DESTDIR is honoured)
 BUILD      ?= build
 SAN_BUILD  ?= build-san
 JOBS       ?= $(shell nproc)
@@ -12,7 +14,7 @@ FUZZ_SECONDS ?= 40
 PREFIX     ?= /usr/local
 SAMPLE     := samples/tiny-llama-f16.gguf
 
-.PHONY: all build deps deps-build oracle san test test-release test-san fuzz demo install bench clean
+.PHONY: all build python deps deps-build oracle san test test-release test-san fuzz demo install bench clean
 
 all: build
 
@@ -20,6 +22,11 @@ all: build
 build:
 	@scripts/configure.sh release $(BUILD)
 	@cmake --build $(BUILD) -j$(JOBS) --target gguf
+
+# The Python package, in the same build directory (the library is compiled once for both).
+python: deps-build
+	@scripts/configure.sh release $(BUILD) -DGGUFKIT_PYTHON=ON
+	@cmake --build $(BUILD) -j$(JOBS) --target python
 
 deps:
 	@scripts/install-deps.sh test
@@ -37,7 +44,7 @@ san:
 	@cmake --build $(SAN_BUILD) -j$(JOBS)
 
 test-release:
-	@scripts/configure.sh release $(BUILD) -DGGUFKIT_TESTS=ON
+	@scripts/configure.sh release $(BUILD) -DGGUFKIT_TESTS=ON -DGGUFKIT_PYTHON=ON
 	@cmake --build $(BUILD) -j$(JOBS)
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
@@ -55,8 +62,8 @@ test:
 demo: deps-build build
 	@scripts/demo.sh $(BUILD)/gguf $(SAMPLE)
 
-install: build
-	@cmake --build $(BUILD) -j$(JOBS) --target ggufkit gguf gguf-docs
+install: build python
+	@cmake --build $(BUILD) -j$(JOBS) --target ggufkit gguf gguf-docs python
 	@cmake --install $(BUILD) --prefix $(PREFIX) --strip
 
 bench: deps oracle

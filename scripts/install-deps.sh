@@ -9,10 +9,14 @@ set -euo pipefail
 set_name=${1:-test}
 
 build_packages=(cmake make g++ ninja-build pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev libxxhash-dev
-                libsimdjson-dev ca-certificates)
+                libsimdjson-dev ca-certificates
+                # the Python package (make python, make install): pybind11 and the system Python's headers and numpy
+                pybind11-dev python3-dev python3-numpy)
 test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-completion
                # gguf-py's scripts as test oracles (gguf_hash.py, gguf_convert_endian.py); hash benchmark references
                python3 python3-numpy python3-tqdm git openssl xxhash
+               # the Python package's tests (pytest against gguf-py)
+               python3-pytest
                # SentencePiece itself: spm_train, spm_encode, spm_export_vocab (gguf convert's tokenizer.model tests)
                sentencepiece
                # llama.cpp's convert_hf_to_gguf.py as gguf convert's oracle (tests/convert/reference_convert.py);

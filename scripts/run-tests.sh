@@ -61,7 +61,7 @@ summary() {
 build_ok=1
 phase "packages (apt, when missing)" scripts/install-deps.sh test || { summary; exit 2; }
 phase "oracle (npm, when missing)" scripts/install-oracle.sh || { summary; exit 2; }
-phase "release build" bash -c "scripts/configure.sh release '$release' -DGGUFKIT_TESTS=ON &&
+phase "release build" bash -c "scripts/configure.sh release '$release' -DGGUFKIT_TESTS=ON -DGGUFKIT_PYTHON=ON &&
                                cmake --build '$release' -j$jobs" || build_ok=0
 phase "sanitizer build (ASan+UBSan, fuzz)" bash -c "scripts/configure.sh sanitize '$san' &&
                                                     cmake --build '$san' -j$jobs" || build_ok=0

@@ -88,6 +88,12 @@ class GgufBuilder {
   uint64_t file_bytes(const WriteOptions& options = {}) const;
 
   Expected<void> write(ByteSink& sink, const WriteOptions& options = {}) const;
+  // The header alone, padded: what write() writes before the first tensor's bytes. For a writer
+  // that is handed the tensors' bytes one after another (the Python GGUFWriter's
+  // write_tensor_data): it then writes each tensor's size() bytes and padding_after() zeros.
+  Expected<void> write_header(ByteSink& sink, const WriteOptions& options = {}) const;
+  // The zeros that follow `bytes` of tensor data to the alignment.
+  uint64_t padding_after(uint64_t bytes) const;
   // Writes to a temporary file next to `path`, flushes it, then renames it over `path`:
   // `path` is either untouched or complete, never half written.
   Expected<void> write_file(const std::filesystem::path& path, const WriteOptions& options = {}) const;

@@ -207,14 +207,17 @@ uint64_t GgufBuilder::file_bytes(const WriteOptions& options) const {
   return total;
 }
 
+Expected<void> GgufBuilder::write_header(ByteSink& sink, const WriteOptions& options) const {
+  std::vector<std::byte> header;
+  encode_header(header, options.byte_order);
+  if (auto r = sink.write(header); !r) return r;
+  return write_zeros(sink, header_padding(header.size(), options));
+}
+
+uint64_t GgufBuilder::padding_after(uint64_t bytes) const { return padded(bytes, alignment()) - bytes; }
+
 Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) const {
-  {
-    std::vector<std::byte> header;
-    encode_header(header, options.byte_order);
-    if (auto r = sink.write(header); !r) return r;
-    if (auto r = write_zeros(sink, header_padding(header.size(), options)); !r) return r;
-  }
-  const uint64_t alignment = this->alignment();
+  if (auto r = write_header(sink, options); !r) return r;
   const auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
   const auto stop = [] { return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled"); };
   // Views are written a slice at a time too, so that a cancel is seen within one slice.
@@ -242,7 +245,7 @@ Expected<void> GgufBuilder::write(ByteSink& sink, const WriteOptions& options) c
         if (options.tensor_progress) options.tensor_progress(index, done, t.size);
       }
     }
-    if (auto r = write_zeros(sink, padded(t.size, alignment) - t.size); !r) return r;
+    if (auto r = write_zeros(sink, padding_after(t.size)); !r) return r;
     if (options.progress) options.progress(index + 1, tensors_.size());
   }
   // The last chance: a cancel that came during the last tensor still leaves nothing behind.

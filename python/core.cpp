@@ -1,0 +1,453 @@
+// ggufkit._core: the C++ library under the Python package (python/ggufkit/). Only what Python
+// cannot do fast lives here: opening and validating a file (ggufkit::GgufFile), decoding metadata
+// values into Python objects, the offsets of a string array's elements, tensor infos, the file's
+// bytes as a read-only buffer (numpy views into the mapping, no copy), quantize and dequantize
+// with the GIL released, and a writer that takes each tensor's bytes as they come. The gguf-py
+// names and behaviour are built on top of it in Python.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggufkit/atomic_file.h"
+#include "ggufkit/quant.h"
+#include "ggufkit/reader.h"
+#include "ggufkit/tensor_types.h"
+#include "ggufkit/writer.h"
+
+namespace py = pybind11;
+using namespace ggufkit;
+
+namespace {
+
+// Raises ggufkit.GGUFError(message, code, offset, record, file): a ValueError subclass defined in
+// Python (python/ggufkit/errors.py).
+[[noreturn]] void raise_error(const Error& e, const std::string& file = {}) {
+  py::object cls = py::module_::import("ggufkit.errors").attr("GGUFError");
+  py::object offset = e.offset ? py::object(py::int_(*e.offset)) : py::object(py::none());
+  const std::string where = !e.file.empty() ? e.file : file;
+  std::string text = e.describe();
+  if (!where.empty()) text = where + ": " + text;
+  py::object error = cls(text, std::string(error_code_name(e.code)), offset, e.subject, where);
+  PyErr_SetObject(cls.ptr(), error.ptr());
+  throw py::error_already_set();
+}
+
+template <class T>
+T take(Expected<T>&& r, const std::string& file = {}) {
+  if (!r) raise_error(r.error(), file);
+  return std::move(*r);
+}
+
+void check(const Expected<void>& r, const std::string& file = {}) {
+  if (!r) raise_error(r.error(), file);
+}
+
+py::object decode_string(std::string_view s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(o);
+}
+
+py::object scalar(const ValueView& v) {
+  switch (v.type()) {
+    case ValueType::UInt8: return py::int_(*v.get<uint8_t>());
+    case ValueType::Int8: return py::int_(*v.get<int8_t>());
+    case ValueType::UInt16: return py::int_(*v.get<uint16_t>());
+    case ValueType::Int16: return py::int_(*v.get<int16_t>());
+    case ValueType::UInt32: return py::int_(*v.get<uint32_t>());
+    case ValueType::Int32: return py::int_(*v.get<int32_t>());
+    case ValueType::UInt64: return py::int_(*v.get<uint64_t>());
+    case ValueType::Int64: return py::int_(*v.get<int64_t>());
+    case ValueType::Float32: return py::float_(static_cast<double>(*v.get<float>()));
+    case ValueType::Float64: return py::float_(*v.get<double>());
+    case ValueType::Bool: return py::bool_(*v.get<bool>());
+    case ValueType::String: return decode_string(*v.as_string());
+    case ValueType::Array: break;
+  }
+  return py::none();
+}
+
+// gguf-py's ReaderField.contents(): a scalar, a string, or a list of an array's leaves (arrays of
+// arrays flattened, as gguf-py's parts are).
+void append_leaves(const ArrayView& a, py::list& out) {
+  if (a.element_type() == ValueType::String) {
+    for (const std::string_view s : a.strings()) out.append(decode_string(s));
+    return;
+  }
+  for (const ValueView v : a.values()) {
+    if (v.type() == ValueType::Array) {
+      append_leaves(*v.as_array(), out);
+    } else {
+      out.append(scalar(v));
+    }
+  }
+}
+
+py::object contents(const ValueView& v) {
+  if (v.type() != ValueType::Array) return scalar(v);
+  py::list out;
+  append_leaves(*v.as_array(), out);
+  return out;
+}
+
+// A read-only numpy array over `bytes`, keeping `owner` (the File) alive.
+py::array byte_array(std::span<const std::byte> bytes, py::handle owner) {
+  py::array a(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(bytes.size())}, {1},
+              reinterpret_cast<const uint8_t*>(bytes.data()), owner);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+class File {
+ public:
+  File(const std::string& path, bool allow_metadata_only) : path_(path) {
+    OpenOptions options;
+    options.allow_metadata_only = allow_metadata_only;
+    file_ = std::make_unique<GgufFile>(take(GgufFile::open(path, options), path));
+  }
+
+  const GgufFile& file() const { return *file_; }
+
+  // (key, record offset, value offset in the header view, type id, value bytes) per key, in order.
+  py::list fields() const {
+    py::list out;
+    const auto header = file_->header_view();
+    for (const KeyValue& kv : file_->metadata()) {
+      const auto value_offset = static_cast<uint64_t>(kv.value.encoded().data() - header.data());
+      out.append(py::make_tuple(decode_string(kv.key), kv.offset, value_offset, static_cast<uint32_t>(kv.value.type()),
+                                kv.value.encoded().size()));
+    }
+    return out;
+  }
+
+  py::object value(size_t i) const { return contents(at(i).value); }
+
+  // The header-view offsets of each element of string array i (its length field): parts of the
+  // elements without walking the array in Python.
+  py::array_t<uint64_t> string_offsets(size_t i) const {
+    const KeyValue& kv = at(i);
+    const auto a = kv.value.as_array();
+    if (!a || a->element_type() != ValueType::String) throw py::value_error("not an array of strings");
+    py::array_t<uint64_t> out(static_cast<py::ssize_t>(a->size()));
+    auto* o = out.mutable_data();
+    const std::byte* base = file_->header_view().data();
+    const std::byte* p = a->payload().data();
+    for (uint64_t k = 0; k < a->size(); ++k) {
+      o[k] = static_cast<uint64_t>(p - base);
+      uint64_t n;
+      std::memcpy(&n, p, 8);
+      p += 8 + n;
+    }
+    return out;
+  }
+
+  // (name, type id, dims as stored, offset in the data section, bytes, info record offset).
+  py::list tensors() const {
+    py::list out;
+    for (const TensorInfo& t : file_->tensors()) {
+      py::list dims;
+      for (const int64_t d : t.shape()) dims.append(d);
+      out.append(py::make_tuple(decode_string(t.name), static_cast<uint32_t>(t.type), dims, t.offset, t.size, t.info_offset));
+    }
+    return out;
+  }
+
+ private:
+  const KeyValue& at(size_t i) const {
+    if (i >= file_->metadata().size()) throw py::index_error("no such key");
+    return file_->metadata()[i];
+  }
+  std::string path_;
+  std::unique_ptr<GgufFile> file_;
+};
+
+TensorType tensor_type_of(int id) {
+  const TypeTraits* t = find_type_traits(static_cast<uint32_t>(id));
+  if (t == nullptr || t->block_size == 0) throw py::value_error("unknown or removed tensor type " + std::to_string(id));
+  return t->type();
+}
+
+Threads threads_of(int n) { return Threads{n <= 0 ? 0u : static_cast<unsigned>(n)}; }
+
+// Dequantizes the contiguous bytes `data` (whole blocks) into a new float32 array of `count` values.
+py::array_t<float> dequantize_bytes(const py::buffer& data, int type_id, int threads) {
+  const TensorType type = tensor_type_of(type_id);
+  const py::buffer_info in = data.request();
+  const TypeTraits& traits = type_traits(type);
+  const auto bytes = static_cast<uint64_t>(in.size) * static_cast<uint64_t>(in.itemsize);
+  if (bytes % traits.block_bytes != 0) {
+    throw py::value_error("the data is " + std::to_string(bytes) + " bytes, not a whole number of " +
+                          std::string(traits.name) + " blocks of " + std::to_string(traits.block_bytes) + " bytes");
+  }
+  const uint64_t count = bytes / traits.block_bytes * traits.block_size;
+  py::array_t<float> out(static_cast<py::ssize_t>(count));
+  const std::span<const std::byte> src(static_cast<const std::byte*>(in.ptr), bytes);
+  const std::span<float> dst(out.mutable_data(), count);
+  Expected<void> r;
+  {
+    py::gil_scoped_release release;
+    r = dequantize(type, src, dst, threads_of(threads));
+  }
+  check(r);
+  return out;
+}
+
+// Quantizes rows of n_per_row float32 values into a new uint8 array.
+py::array_t<uint8_t> quantize_floats(const py::array_t<float, py::array::c_style | py::array::forcecast>& values,
+                                     int type_id, int64_t n_per_row, const std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>>& imatrix,
+                                     int threads) {
+  const TensorType type = tensor_type_of(type_id);
+  const auto count = static_cast<uint64_t>(values.size());
+  if (n_per_row <= 0 || count % static_cast<uint64_t>(n_per_row) != 0) throw py::value_error("not whole rows");
+  const auto row = row_size(type, n_per_row);
+  if (!row) {
+    throw py::value_error("rows of " + std::to_string(n_per_row) + " values are not whole " + std::string(type_name(type)) + " blocks of " +
+                          std::to_string(type_traits(type).block_size));
+  }
+  const uint64_t rows = count / static_cast<uint64_t>(n_per_row);
+  py::array_t<uint8_t> out(static_cast<py::ssize_t>(rows * *row));
+  std::span<const float> weights;
+  if (imatrix) {
+    if (imatrix->size() != n_per_row) throw py::value_error("the importance matrix must hold one weight per column");
+    weights = std::span<const float>(imatrix->data(), static_cast<size_t>(n_per_row));
+  }
+  const std::span<const float> src(values.data(), count);
+  const std::span<std::byte> dst(reinterpret_cast<std::byte*>(out.mutable_data()), rows * *row);
+  Expected<void> r;
+  {
+    py::gil_scoped_release release;
+    r = quantize(type, src, dst, n_per_row, weights, threads_of(threads));
+  }
+  check(r);
+  return out;
+}
+
+// A GGUF value from a Python object and gguf-py's type ids (sub_type for arrays).
+MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<ValueType> sub_type);
+
+template <class T>
+MetadataValue typed_scalar(const py::handle& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return MetadataValue::of(v.cast<bool>());
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return MetadataValue::of(static_cast<T>(v.cast<double>()));
+  } else {
+    // Python ints are unbounded: a value that does not fit is an error, not a wrapped number.
+    const py::int_ i = py::reinterpret_borrow<py::object>(v).attr("__index__")();
+    if constexpr (std::is_signed_v<T>) {
+      const long long x = i.cast<long long>();
+      if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) throw py::value_error("value out of range");
+      return MetadataValue::of(static_cast<T>(x));
+    } else {
+      const unsigned long long x = i.cast<unsigned long long>();
+      if (x > std::numeric_limits<T>::max()) throw py::value_error("value out of range");
+      return MetadataValue::of(static_cast<T>(x));
+    }
+  }
+}
+
+std::string string_of(const py::handle& v) {
+  if (PyByteArray_Check(v.ptr())) return {PyByteArray_AsString(v.ptr()), static_cast<size_t>(PyByteArray_Size(v.ptr()))};
+  return v.cast<std::string>();  // str (as UTF-8) or bytes
+}
+
+MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<ValueType> sub_type) {
+  switch (type) {
+    case ValueType::UInt8: return typed_scalar<uint8_t>(v);
+    case ValueType::Int8: return typed_scalar<int8_t>(v);
+    case ValueType::UInt16: return typed_scalar<uint16_t>(v);
+    case ValueType::Int16: return typed_scalar<int16_t>(v);
+    case ValueType::UInt32: return typed_scalar<uint32_t>(v);
+    case ValueType::Int32: return typed_scalar<int32_t>(v);
+    case ValueType::UInt64: return typed_scalar<uint64_t>(v);
+    case ValueType::Int64: return typed_scalar<int64_t>(v);
+    case ValueType::Float32: return typed_scalar<float>(v);
+    case ValueType::Float64: return typed_scalar<double>(v);
+    case ValueType::Bool: return typed_scalar<bool>(v);
+    case ValueType::String: return MetadataValue::string(string_of(v));
+    case ValueType::Array: break;
+  }
+  const py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+  if (!sub_type) {
+    if (seq.size() == 0) throw py::value_error("an empty array needs its element type (sub_type)");
+    throw py::value_error("an array needs its element type (sub_type)");
+  }
+  if (*sub_type == ValueType::String) {
+    std::vector<std::string> strings;
+    strings.reserve(seq.size());
+    for (const py::handle item : seq) strings.push_back(string_of(item));
+    return MetadataValue::string_array(strings);
+  }
+  std::vector<MetadataValue> elements;
+  elements.reserve(seq.size());
+  for (const py::handle item : seq) {
+    if (*sub_type == ValueType::Array) {
+      // gguf-py types a nested array's elements by their Python type (GGUFValueType.get_type).
+      throw py::value_error("arrays of arrays are not supported by this writer");
+    }
+    elements.push_back(metadata_value(item, *sub_type, std::nullopt));
+  }
+  return take(MetadataValue::array_of(*sub_type, elements));
+}
+
+ValueType value_type_of_id(int id) {
+  if (id < 0 || id >= static_cast<int>(kValueTypeIdLimit)) throw py::value_error("unknown GGUF value type " + std::to_string(id));
+  return static_cast<ValueType>(id);
+}
+
+// The writer under GGUFWriter: keys and tensor infos first, then the header, then each tensor's
+// bytes in order, into a temporary file renamed over the target by close() (nothing at the target
+// until then; an unfinished writer leaves nothing behind).
+class Writer {
+ public:
+  Writer(std::string path, bool big_endian) : path_(std::move(path)) {
+    options_.byte_order = big_endian ? ByteOrder::big : ByteOrder::little;
+    options_.output.overwrite = true;  // as gguf-py's GGUFWriter, an existing file is replaced
+  }
+
+  void add_kv(const std::string& key, int type, const py::handle& value, std::optional<int> sub_type) {
+    if (header_written_) throw py::value_error("the header is already written");
+    std::optional<ValueType> sub;
+    if (sub_type) sub = value_type_of_id(*sub_type);
+    check(builder_.set(key, metadata_value(value, value_type_of_id(type), sub)), path_);
+  }
+
+  bool remove_kv(const std::string& key) { return builder_.remove(key); }
+
+  void add_tensor_info(const std::string& name, int type_id, const std::vector<int64_t>& ne, uint64_t nbytes) {
+    if (header_written_) throw py::value_error("the header is already written");
+    TensorProducer pending = [](uint64_t, std::span<std::byte>) -> Expected<void> {
+      return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "tensor data not given");
+    };
+    check(builder_.add_tensor(name, tensor_type_of(type_id), ne, std::move(pending)), path_);
+    // The bytes the shape and type take, as the builder lays them out, against what the caller says.
+    const TensorType type = tensor_type_of(type_id);
+    uint64_t rows = 1;
+    for (size_t i = 1; i < ne.size(); ++i) rows *= static_cast<uint64_t>(ne[i]);
+    const uint64_t size = ne.empty() ? *row_size(type, 1) : *row_size(type, ne[0]) * rows;
+    if (size != nbytes) {
+      builder_ = GgufBuilder();  // unusable now: the caller gets the error and the writer is abandoned
+      throw py::value_error("tensor " + name + ": " + std::to_string(nbytes) + " bytes for a " + std::string(type_name(type)) +
+                            " tensor of this shape, which takes " + std::to_string(size));
+    }
+    sizes_.push_back(size);
+    names_.push_back(name);
+  }
+
+  uint64_t header_bytes() const { return builder_.header_bytes(options_); }
+
+  void write_header() {
+    if (header_written_) return;
+    file_ = take(AtomicFile::create(path_, options_.output), path_);
+    check(builder_.write_header(*file_, options_), path_);
+    header_written_ = true;
+  }
+
+  void write_tensor(const py::buffer& data) {
+    write_header();
+    if (next_ >= names_.size()) throw py::value_error("more tensor data than tensor infos");
+    const uint64_t expected = sizes_[next_];
+    const py::buffer_info in = data.request();
+    const auto bytes = static_cast<uint64_t>(in.size) * static_cast<uint64_t>(in.itemsize);
+    if (bytes != expected) {
+      throw py::value_error("tensor " + names_[next_] + ": " + std::to_string(bytes) + " bytes given, its info says " +
+                            std::to_string(expected));
+    }
+    const std::span<const std::byte> span(static_cast<const std::byte*>(in.ptr), bytes);
+    Expected<void> r;
+    {
+      py::gil_scoped_release release;
+      r = file_->write(span);
+      if (r) {
+        const std::vector<std::byte> zeros(static_cast<size_t>(builder_.padding_after(bytes)));
+        r = file_->write(zeros);
+      }
+    }
+    check(r, path_);
+    ++next_;
+  }
+
+  void close(bool sync) {
+    write_header();
+    if (next_ != names_.size()) {
+      throw py::value_error("the data of " + std::to_string(names_.size() - next_) + " tensor(s) was not written (first: " +
+                            names_[next_] + "); nothing was written to " + path_);
+    }
+    Expected<void> r;
+    {
+      py::gil_scoped_release release;
+      r = file_->commit(sync);
+    }
+    check(r, path_);
+    file_.reset();
+  }
+
+  // Drops the temporary file (an unfinished writer).
+  void abort() { file_.reset(); }
+
+ private:
+  std::string path_;
+  GgufBuilder builder_;
+  WriteOptions options_;
+  std::unique_ptr<AtomicFile> file_;
+  std::vector<std::string> names_;
+  std::vector<uint64_t> sizes_;
+  size_t next_ = 0;
+  bool header_written_ = false;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "ggufkit's C++ library (the ggufkit package is its Python face)";
+
+  py::class_<File, std::shared_ptr<File>>(m, "File")
+      .def(py::init<const std::string&, bool>(), py::arg("path"), py::arg("allow_metadata_only") = false)
+      .def_property_readonly("version", [](const File& f) { return f.file().version(); })
+      .def_property_readonly("big_endian", [](const File& f) { return f.file().byte_order() == ByteOrder::big; })
+      .def_property_readonly("alignment", [](const File& f) { return f.file().alignment(); })
+      .def_property_readonly("data_offset", [](const File& f) { return f.file().data_offset(); })
+      .def_property_readonly("header_size", [](const File& f) { return f.file().header_size(); })
+      .def_property_readonly("file_size", [](const File& f) { return f.file().file_size(); })
+      .def_property_readonly("has_tensor_data", [](const File& f) { return f.file().has_tensor_data(); })
+      .def("fields", &File::fields)
+      .def("value", &File::value)
+      .def("string_offsets", &File::string_offsets)
+      .def("tensors", &File::tensors)
+      .def("bytes", [](py::object self) { return byte_array(self.cast<const File&>().file().bytes(), self); })
+      .def("header", [](py::object self) { return byte_array(self.cast<const File&>().file().header_view(), self); });
+
+  m.def("dequantize", &dequantize_bytes, py::arg("data"), py::arg("type"), py::arg("threads") = 0);
+  m.def("quantize", &quantize_floats, py::arg("values"), py::arg("type"), py::arg("n_per_row"),
+        py::arg("imatrix") = py::none(), py::arg("threads") = 0);
+
+  // (id, name, block size, block bytes, quantized, can dequantize, can quantize, needs an imatrix)
+  // for every id ggml defines (removed ids left out).
+  m.def("tensor_types", [] {
+    py::list out;
+    for (const TypeTraits& t : all_type_traits()) {
+      if (t.block_size == 0) continue;
+      const QuantCapabilities caps = quant_capabilities(t.type());
+      out.append(py::make_tuple(t.id, std::string(t.name), t.block_size, t.block_bytes, t.quantized, caps.dequantize,
+                                caps.quantize, caps.requires_imatrix));
+    }
+    return out;
+  });
+
+  py::class_<Writer>(m, "Writer")
+      .def(py::init<std::string, bool>(), py::arg("path"), py::arg("big_endian") = false)
+      .def("add_kv", &Writer::add_kv, py::arg("key"), py::arg("type"), py::arg("value"), py::arg("sub_type") = py::none())
+      .def("remove_kv", &Writer::remove_kv)
+      .def("add_tensor_info", &Writer::add_tensor_info, py::arg("name"), py::arg("type"), py::arg("ne"), py::arg("nbytes"))
+      .def("header_bytes", &Writer::header_bytes)
+      .def("write_header", &Writer::write_header)
+      .def("write_tensor", &Writer::write_tensor)
+      .def("close", &Writer::close, py::arg("sync") = true)
+      .def("abort", &Writer::abort);
+}

@@ -1,0 +1,336 @@
+"""GGUFReader with gguf-py's names and behaviour, over the library's validated, memory-mapped file.
+
+Opening reads and checks the header in C++ (every check llama.cpp makes, and more) and creates
+one small object per key and per tensor; nothing per token. A field's ``parts`` (gguf-py's numpy
+views of the encoded value) are made when asked for, one at a time; ``contents()`` decodes the
+value in C++. Tensor ``data`` are read-only numpy views into the mapping: no copy.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from . import _core
+from .constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFEndian, GGUFValueType
+from .quants import quant_shape_to_byte_shape
+
+_SCALAR_DTYPES: dict[int, type[np.generic]] = {
+    GGUFValueType.UINT8: np.uint8,
+    GGUFValueType.INT8: np.int8,
+    GGUFValueType.UINT16: np.uint16,
+    GGUFValueType.INT16: np.int16,
+    GGUFValueType.UINT32: np.uint32,
+    GGUFValueType.INT32: np.int32,
+    GGUFValueType.FLOAT32: np.float32,
+    GGUFValueType.UINT64: np.uint64,
+    GGUFValueType.INT64: np.int64,
+    GGUFValueType.FLOAT64: np.float64,
+    GGUFValueType.BOOL: np.bool_,
+}
+
+# Tensor types whose data gguf-py gives as typed arrays (the others are bytes, rows of blocks).
+_TENSOR_DTYPES: dict[int, type[np.generic]] = {
+    GGMLQuantizationType.F16: np.float16,
+    GGMLQuantizationType.F32: np.float32,
+    GGMLQuantizationType.F64: np.float64,
+    GGMLQuantizationType.I8: np.int8,
+    GGMLQuantizationType.I16: np.int16,
+    GGMLQuantizationType.I32: np.int32,
+    GGMLQuantizationType.I64: np.int64,
+}
+
+
+def _view(buf: np.ndarray, offset: int, dtype, count: int = 1) -> np.ndarray:
+    size = np.dtype(dtype).itemsize
+    return buf[offset:offset + size * count].view(dtype)
+
+
+class _Layout:
+    """Where each part of an encoded value is: a list of (offset, dtype, count), the indices of the
+    data parts, and the value types, as gguf-py's _get_field_parts lays them out. Computed in
+    Python; used for arrays of arrays only (the common shapes are computed arithmetically)."""
+
+    def __init__(self, header: np.ndarray, offset: int, vtype: int):
+        self.parts: list[tuple[int, Any, int]] = []
+        self.data: list[int] = []
+        self.types: list[GGUFValueType] = []
+        self._header = header
+        self.size = self._walk(offset, vtype, self.types)
+
+    def _u32(self, at: int) -> int:
+        return int(_view(self._header, at, np.uint32)[0])
+
+    def _u64(self, at: int) -> int:
+        return int(_view(self._header, at, np.uint64)[0])
+
+    def _walk(self, at: int, vtype: int, types: list | None) -> int:
+        if types is not None:
+            types.append(GGUFValueType(vtype))
+        if vtype == GGUFValueType.STRING:
+            n = self._u64(at)
+            self.parts += [(at, np.uint64, 1), (at + 8, np.uint8, n)]
+            self.data.append(len(self.parts) - 1)
+            return 8 + n
+        if vtype in _SCALAR_DTYPES:
+            self.parts.append((at, _SCALAR_DTYPES[vtype], 1))
+            self.data.append(len(self.parts) - 1)
+            return np.dtype(_SCALAR_DTYPES[vtype]).itemsize
+        item, count = self._u32(at), self._u64(at + 4)
+        self.parts += [(at, np.uint32, 1), (at + 4, np.uint64, 1)]
+        size = 12
+        for k in range(count):
+            size += self._walk(at + size, item, types if k == 0 else None)
+        return size
+
+
+class _Parts(Sequence):
+    """gguf-py's ``ReaderField.parts``: numpy views of the encoded value's pieces, made on access."""
+
+    def __init__(self, length: int, part):
+        self._length = length
+        self._part = part
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._part(i) for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("part index out of range")
+        return self._part(index)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class ReaderField:
+    """A key/value record (or a tensor info record), as gguf-py's ReaderField: ``offset``, ``name``,
+    ``parts``, ``data`` (indices into parts of the data pieces), ``types`` and ``contents()``."""
+
+    __slots__ = ("offset", "name", "_parts", "_data", "types", "_contents", "_make")
+
+    def __init__(self, offset: int, name: str, parts: Sequence | None = None, data: Sequence[int] | None = None,
+                 types: list[GGUFValueType] | None = None, *, _contents=None, _make=None):
+        self.offset = offset
+        self.name = name
+        self._parts = [] if parts is None and _make is None else parts
+        self._data = [-1] if data is None and _make is None else data
+        self.types = [] if types is None else types
+        self._contents = _contents
+        self._make = _make
+
+    def _build(self) -> None:
+        self._parts, self._data = self._make()
+        self._make = None
+
+    @property
+    def parts(self) -> Sequence:
+        if self._make is not None:
+            self._build()
+        return self._parts
+
+    @property
+    def data(self) -> Sequence[int]:
+        if self._make is not None:
+            self._build()
+        return self._data
+
+    def contents(self, index_or_slice: int | slice = slice(None)) -> Any:
+        if not self.types:
+            return None
+        if self._contents is not None:
+            value = self._contents()
+            if self.types[0] == GGUFValueType.ARRAY:
+                return value[index_or_slice]
+            return value
+        # A field made by hand: decode its parts as gguf-py does.
+        to_string = lambda x: str(x.tobytes(), encoding="utf-8")  # noqa: E731
+        if self.types[0] == GGUFValueType.ARRAY:
+            indices = self.data[index_or_slice]
+            if self.types[-1] == GGUFValueType.STRING:
+                if isinstance(index_or_slice, int):
+                    return to_string(self.parts[indices])
+                return [to_string(self.parts[i]) for i in indices]
+            if isinstance(index_or_slice, int):
+                return self.parts[indices].tolist()[0]
+            return [v for i in indices for v in self.parts[i].tolist()]
+        if self.types[0] == GGUFValueType.STRING:
+            return to_string(self.parts[-1])
+        return self.parts[-1].tolist()[0]
+
+    def __repr__(self) -> str:
+        return f"ReaderField(offset={self.offset}, name={self.name!r}, types={self.types!r})"
+
+
+class ReaderTensor:
+    """A tensor, as gguf-py's ReaderTensor: ``name``, ``tensor_type``, ``shape`` (dimensions as stored,
+    ggml order), ``n_elements``, ``n_bytes``, ``data_offset`` (in the file), ``data`` (a read-only numpy
+    view: typed for F16/F32/F64/I8..I64, else bytes shaped rows x row bytes) and ``field``."""
+
+    __slots__ = ("name", "tensor_type", "shape", "n_elements", "n_bytes", "data_offset", "data", "_field")
+
+    def __init__(self, name, tensor_type, shape, n_elements, n_bytes, data_offset, data, field):
+        self.name = name
+        self.tensor_type = tensor_type
+        self.shape = shape
+        self.n_elements = n_elements
+        self.n_bytes = n_bytes
+        self.data_offset = data_offset
+        self.data = data
+        self._field = field
+
+    @property
+    def field(self) -> ReaderField:
+        if callable(self._field):
+            self._field = self._field()
+        return self._field
+
+    def __repr__(self) -> str:
+        return (f"ReaderTensor(name={self.name!r}, tensor_type={self.tensor_type!r}, shape={self.shape.tolist()}, "
+                f"n_bytes={self.n_bytes}, data_offset={self.data_offset})")
+
+
+class GGUFReader:
+    """Reads a GGUF file as gguf-py's GGUFReader does (``fields``, ``tensors``, ``get_field``,
+    ``get_tensor``, ``alignment``, ``data_offset``, ``byte_order``, ``endianess``), with the
+    library's checks: a bad file raises ``ggufkit.GGUFError`` (a ValueError) naming the record, the
+    offset and the reason. Big-endian files are read too. Read-only: ``mode`` must be ``'r'``
+    (edit with ``ggufkit.set`` and friends, which write atomically)."""
+
+    byte_order: Literal["I", "S"] = "I"
+
+    def __init__(self, path: os.PathLike[str] | str, mode: Literal["r", "r+", "c"] = "r"):
+        if mode != "r":
+            raise ValueError(f"ggufkit.GGUFReader opens files read-only (mode 'r'), not {mode!r}")
+        self._file = _core.File(os.fspath(path))
+        f = self._file
+        self.data = f.bytes()
+        self._header = f.header()
+        self.byte_order = "S" if f.big_endian else "I"
+        host = GGUFEndian.LITTLE if sys.byteorder == "little" else GGUFEndian.BIG
+        self.endianess = (GGUFEndian.BIG if host == GGUFEndian.LITTLE else GGUFEndian.LITTLE) if f.big_endian else host
+        self.alignment = f.alignment
+        # gguf-py pads the end of the tensor infos to the alignment even without tensors.
+        self.data_offset = (f.header_size + f.alignment - 1) // f.alignment * f.alignment
+        self.fields: OrderedDict[str, ReaderField] = OrderedDict()
+        header = self._header
+        self.fields["GGUF.version"] = ReaderField(4, "GGUF.version", [_view(header, 4, np.uint32)], [0],
+                                                  [GGUFValueType.UINT32])
+        counts = _view(header, 8, np.uint64, 2)
+        self.fields["GGUF.tensor_count"] = ReaderField(8, "GGUF.tensor_count", [counts[:1]], [0], [GGUFValueType.UINT64])
+        self.fields["GGUF.kv_count"] = ReaderField(16, "GGUF.kv_count", [counts[1:]], [0], [GGUFValueType.UINT64])
+        for index, (name, offset, value_offset, vtype, _size) in enumerate(f.fields()):
+            self.fields[name] = self._field(index, name, offset, value_offset, vtype)
+        self.tensors: list[ReaderTensor] = [self._tensor(*info) for info in f.tensors()]
+
+    def get_field(self, key: str) -> ReaderField | None:
+        return self.fields.get(key, None)
+
+    def get_tensor(self, idx: int) -> ReaderTensor:
+        return self.tensors[idx]
+
+    # --- fields ---------------------------------------------------------------------------------
+
+    def _field(self, index: int, name: str, offset: int, value_offset: int, vtype: int) -> ReaderField:
+        header, file = self._header, self._file
+        types = [GGUFValueType(vtype)]
+        if vtype == GGUFValueType.ARRAY:
+            item = int(_view(header, value_offset, np.uint32)[0])
+            count = int(_view(header, value_offset + 4, np.uint64)[0])
+            if count > 0:
+                if item == GGUFValueType.ARRAY:
+                    types = _Layout(header, value_offset, vtype).types
+                else:
+                    types.append(GGUFValueType(item))
+        cache: list = []
+
+        def contents():
+            if not cache:
+                cache.append(file.value(index))
+            return cache[0]
+
+        def make():
+            return self._parts(index, offset, value_offset, vtype)
+
+        return ReaderField(offset, name, types=types, _contents=contents, _make=make)
+
+    def _parts(self, index: int, offset: int, value_offset: int, vtype: int):
+        header = self._header
+        # The record's own parts: key length, key bytes, value type.
+        key_length = int(_view(header, offset, np.uint64)[0])
+        head = [(offset, np.uint64, 1), (offset + 8, np.uint8, key_length), (value_offset - 4, np.uint32, 1)]
+        if vtype == GGUFValueType.STRING:
+            n = int(_view(header, value_offset, np.uint64)[0])
+            layout = head + [(value_offset, np.uint64, 1), (value_offset + 8, np.uint8, n)]
+            return _Parts(len(layout), lambda i: _view(header, *layout[i])), [4]
+        if vtype != GGUFValueType.ARRAY:
+            layout = head + [(value_offset, _SCALAR_DTYPES[vtype], 1)]
+            return _Parts(len(layout), lambda i: _view(header, *layout[i])), [3]
+        item = int(_view(header, value_offset, np.uint32)[0])
+        count = int(_view(header, value_offset + 4, np.uint64)[0])
+        head += [(value_offset, np.uint32, 1), (value_offset + 4, np.uint64, 1)]
+        first = value_offset + 12
+        if item in _SCALAR_DTYPES:  # one part per element
+            dtype = _SCALAR_DTYPES[item]
+            size = np.dtype(dtype).itemsize
+
+            def part(i: int):
+                if i < 5:
+                    return _view(header, *head[i])
+                return _view(header, first + (i - 5) * size, dtype)
+            return _Parts(5 + count, part), range(5, 5 + count)
+        if item == GGUFValueType.STRING:  # two parts per element: length, bytes
+            starts = self._file.string_offsets(index)
+
+            def part(i: int):
+                if i < 5:
+                    return _view(header, *head[i])
+                at = int(starts[(i - 5) // 2])
+                if (i - 5) % 2 == 0:
+                    return _view(header, at, np.uint64)
+                return _view(header, at + 8, np.uint8, int(_view(header, at, np.uint64)[0]))
+            return _Parts(5 + 2 * count, part), range(6, 5 + 2 * count, 2)
+        layout = _Layout(header, value_offset, vtype)  # arrays of arrays
+        parts = head[:3] + layout.parts
+        return _Parts(len(parts), lambda i: _view(header, *parts[i])), [3 + i for i in layout.data]
+
+    # --- tensors --------------------------------------------------------------------------------
+
+    def _tensor(self, name: str, type_id: int, dims: list[int], offset: int, n_bytes: int, info_offset: int):
+        ggml_type = GGMLQuantizationType(type_id)
+        n_elements = 1
+        for d in dims:
+            n_elements *= int(d)
+        np_dims = tuple(reversed(dims))
+        data_offset = self.data_offset + offset
+        dtype = _TENSOR_DTYPES.get(ggml_type)
+        if dtype is not None:
+            dt = np.dtype(dtype).newbyteorder(">") if self.byte_order == "S" else np.dtype(dtype)
+            data = self.data[data_offset:data_offset + n_bytes].view(dt).reshape(np_dims)
+        else:
+            data = self.data[data_offset:data_offset + n_bytes].reshape(quant_shape_to_byte_shape(np_dims, ggml_type))
+        header = self._header
+
+        def field() -> ReaderField:
+            at = info_offset
+            name_length = int(_view(header, at, np.uint64)[0])
+            layout = [(at, np.uint64, 1), (at + 8, np.uint8, name_length)]
+            at += 8 + name_length
+            n_dims = int(_view(header, at, np.uint32)[0])
+            layout += [(at, np.uint32, 1), (at + 4, np.uint64, n_dims), (at + 4 + 8 * n_dims, np.uint32, 1),
+                       (at + 8 + 8 * n_dims, np.uint64, 1)]
+            return ReaderField(info_offset, name, [_view(header, *p) for p in layout], [1, 3, 4, 5])
+
+        return ReaderTensor(name=name, tensor_type=ggml_type, shape=np.array(dims, dtype=np.uint64),
+                            n_elements=n_elements, n_bytes=n_bytes, data_offset=data_offset, data=data, field=field)
+
+
+__all__ = ["GGUFReader", "ReaderField", "ReaderTensor"]
