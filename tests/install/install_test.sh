@@ -33,6 +33,11 @@ run "$work/install.log" cmake --install "$build" --prefix "$prefix" --strip
 check "cmake --install exit status" 0 $?
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build/CMakeCache.txt")
 libdir=${libdir:-lib}
+# The Python package, when the build has it (GGUFKIT_PYTHON): the .py files and the extension module.
+pydir=""
+if grep -q '^GGUFKIT_PYTHON:BOOL=ON' "$build/CMakeCache.txt"; then
+  pydir=$(sed -n 's/^GGUFKIT_PYTHON_INSTALL_DIR:STRING=//p' "$build/CMakeCache.txt")
+fi
 
 expected_files=$(
   {
@@ -46,8 +51,22 @@ expected_files=$(
     echo "$libdir/pkgconfig/ggufkit.pc"
     echo share/bash-completion/completions/gguf
     echo share/man/man1/gguf.1
+    if [[ -n "$pydir" ]]; then
+      (cd "$src/python" && ls ggufkit/*.py | sed "s|^ggufkit/|$pydir/|")
+      (cd "$build/python/ggufkit" && ls _core.*.so | sed "s|^|$pydir/|")
+    fi
   } | sort)
 check "the installed files" "$expected_files" "$(cd "$prefix" && find . -type f | sed 's|^\./||' | sort)"
+
+# --- the Python package: the system python3 imports it from the prefix and reads the sample ---
+if [[ -n "$pydir" ]]; then
+  python=$(sed -n 's/^Python3_EXECUTABLE:FILEPATH=//p' "$build/CMakeCache.txt")
+  site=$prefix/${pydir%/ggufkit}
+  check "installed ggufkit reads the sample" "llama 20 $site/ggufkit/__init__.py" \
+    "$(cd "$work" && PYTHONPATH="$site" "$python" -c 'import sys, ggufkit
+r = ggufkit.GGUFReader(sys.argv[1])
+print(r.fields["general.architecture"].contents(), len(r.tensors), ggufkit.__file__)' "$sample" 2>&1)"
+fi
 
 # --- the CLI: stripped, and it runs ---
 sections=$(readelf -S --wide "$prefix/bin/gguf" | grep -oE '\.(symtab|debug_[a-z]+)' | sort -u | tr '\n' ' ')
