@@ -19,15 +19,14 @@
 #include "ggufkit/reader.h"
 #include "ggufkit/tensor_types.h"
 #include "ggufkit/writer.h"
+#include "binding.h"
 
 namespace py = pybind11;
 using namespace ggufkit;
 
-namespace {
+namespace ggufkit::python {
 
-// Raises ggufkit.GGUFError(message, code, offset, record, file): a ValueError subclass defined in
-// Python (python/ggufkit/errors.py).
-[[noreturn]] void raise_error(const Error& e, const std::string& file = {}) {
+[[noreturn]] void raise_error(const Error& e, const std::string& file) {
   py::object cls = py::module_::import("ggufkit.errors").attr("GGUFError");
   py::object offset = e.offset ? py::object(py::int_(*e.offset)) : py::object(py::none());
   const std::string where = !e.file.empty() ? e.file : file;
@@ -38,15 +37,11 @@ namespace {
   throw py::error_already_set();
 }
 
-template <class T>
-T take(Expected<T>&& r, const std::string& file = {}) {
-  if (!r) raise_error(r.error(), file);
-  return std::move(*r);
-}
+}  // namespace ggufkit::python
 
-void check(const Expected<void>& r, const std::string& file = {}) {
-  if (!r) raise_error(r.error(), file);
-}
+namespace {
+
+using namespace ggufkit::python;
 
 py::object decode_string(std::string_view s) {
   PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict");
@@ -172,8 +167,6 @@ TensorType tensor_type_of(int id) {
   if (t == nullptr || t->block_size == 0) throw py::value_error("unknown or removed tensor type " + std::to_string(id));
   return t->type();
 }
-
-Threads threads_of(int n) { return Threads{n <= 0 ? 0u : static_cast<unsigned>(n)}; }
 
 // Dequantizes the contiguous bytes `data` (whole blocks) into a new float32 array of `count` values.
 py::array_t<float> dequantize_bytes(const py::buffer& data, int type_id, int threads) {
@@ -406,6 +399,7 @@ class Writer {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ggufkit's C++ library (the ggufkit package is its Python face)";
+  ggufkit::python::register_verbs(m);
 
   py::class_<File, std::shared_ptr<File>>(m, "File")
       .def(py::init<const std::string&, bool>(), py::arg("path"), py::arg("allow_metadata_only") = false)
