@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ggufkit/atomic_file.h"
+#include "ggufkit/conventions.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/tensor_types.h"
@@ -433,6 +434,9 @@ PYBIND11_MODULE(_core, m) {
     }
     return out;
   });
+
+  // general.file_type of a model whose weight matrices are of `type` (llama_ftype), or None.
+  m.def("file_type_for_type", [](int type_id) -> std::optional<uint32_t> { return file_type_for_type(tensor_type_of(type_id)); });
 
   py::class_<Writer>(m, "Writer")
       .def(py::init<std::string, bool>(), py::arg("path"), py::arg("big_endian") = false)

@@ -12,6 +12,7 @@ from . import quants
 from .constants import (GGML_MAX_DIMS, GGML_QUANT_SIZES, GGML_QUANT_VERSION, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC,
                         GGUF_VERSION, GGMLQuantizationType, GGUFEndian, GGUFValueType, Keys, LlamaFileType, TokenType)
 from .errors import GGUFError
+from .export import export_to_gguf
 from .quants import QuantError, dequantize, quant_shape_from_byte_shape, quant_shape_to_byte_shape, quantize
 from .reader import GGUFReader, ReaderField, ReaderTensor
 from .writer import GGUFValue, GGUFWriter, TensorInfo, WriterState
@@ -22,5 +23,5 @@ __all__ = [
     "GGML_MAX_DIMS", "GGML_QUANT_SIZES", "GGML_QUANT_VERSION", "GGUF_DEFAULT_ALIGNMENT", "GGUF_MAGIC", "GGUF_VERSION",
     "GGMLQuantizationType", "GGUFEndian", "GGUFError", "GGUFReader", "GGUFValue", "GGUFValueType", "GGUFWriter",
     "Keys", "LlamaFileType", "QuantError", "ReaderField", "ReaderTensor", "TensorInfo", "TokenType", "WriterState",
-    "dequantize", "quant_shape_from_byte_shape", "quant_shape_to_byte_shape", "quantize", "quants",
+    "dequantize", "export_to_gguf", "quant_shape_from_byte_shape", "quant_shape_to_byte_shape", "quantize", "quants",
 ]
