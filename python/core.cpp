@@ -18,6 +18,7 @@
 #include "ggufkit/conventions.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/split.h"
 #include "ggufkit/tensor_types.h"
 #include "ggufkit/writer.h"
 #include "binding.h"
@@ -432,6 +433,15 @@ PYBIND11_MODULE(_core, m) {
       out.append(py::make_tuple(t.id, std::string(t.name), t.block_size, t.block_bytes, t.quantized, caps.dequantize,
                                 caps.quantize, caps.requires_imatrix));
     }
+    return out;
+  });
+
+  // The files of the model `path` opens (its shards, in order, when it is the first shard of a
+  // split model), after SplitModel's checks of the set (every shard present, numbered, agreeing).
+  m.def("model_files", [](const std::string& path) {
+    const SplitModel model = take(SplitModel::open(path), path);
+    std::vector<std::string> out;
+    for (const auto& p : model.paths()) out.push_back(p.string());
     return out;
   });
 

@@ -175,9 +175,9 @@ class ReaderTensor:
     ggml order), ``n_elements``, ``n_bytes``, ``data_offset`` (in the file), ``data`` (a read-only numpy
     view: typed for F16/F32/F64/I8..I64, else bytes shaped rows x row bytes) and ``field``."""
 
-    __slots__ = ("name", "tensor_type", "shape", "n_elements", "n_bytes", "data_offset", "data", "_field")
+    __slots__ = ("name", "tensor_type", "shape", "n_elements", "n_bytes", "data_offset", "data", "_field", "shard")
 
-    def __init__(self, name, tensor_type, shape, n_elements, n_bytes, data_offset, data, field):
+    def __init__(self, name, tensor_type, shape, n_elements, n_bytes, data_offset, data, field, shard=0):
         self.name = name
         self.tensor_type = tensor_type
         self.shape = shape
@@ -186,6 +186,7 @@ class ReaderTensor:
         self.data_offset = data_offset
         self.data = data
         self._field = field
+        self.shard = shard  # which file of a split model (GGUFReader(..., split=True)); data_offset is in it
 
     @property
     def field(self) -> ReaderField:
@@ -203,14 +204,21 @@ class GGUFReader:
     ``get_tensor``, ``alignment``, ``data_offset``, ``byte_order``, ``endianess``), with the
     library's checks: a bad file raises ``ggufkit.GGUFError`` (a ValueError) naming the record, the
     offset and the reason. Big-endian files are read too. Read-only: ``mode`` must be ``'r'``
-    (edit with ``ggufkit.set`` and friends, which write atomically)."""
+    (edit with ``ggufkit.set`` and friends, which write atomically).
+
+    ``split=True`` reads a split model (llama-gguf-split's ``-00001-of-0000N.gguf`` shards, given the
+    first) as one: the fields are the first shard's (the model's metadata), ``tensors`` holds every
+    shard's tensors in order, each with ``shard`` (its file's index in ``paths``) and ``data`` a view
+    of its own file; the set of shards is checked first (all present, numbered, agreeing). Without
+    it, a shard reads as gguf-py reads it: that file alone."""
 
     byte_order: Literal["I", "S"] = "I"
 
-    def __init__(self, path: os.PathLike[str] | str, mode: Literal["r", "r+", "c"] = "r"):
+    def __init__(self, path: os.PathLike[str] | str, mode: Literal["r", "r+", "c"] = "r", *, split: bool = False):
         if mode != "r":
             raise ValueError(f"ggufkit.GGUFReader opens files read-only (mode 'r'), not {mode!r}")
-        self._file = _core.File(os.fspath(path))
+        self.paths = _core.model_files(os.fspath(path)) if split else [os.fspath(path)]
+        self._file = _core.File(self.paths[0])
         f = self._file
         self.data = f.bytes()
         self._header = f.header()
@@ -230,6 +238,11 @@ class GGUFReader:
         for index, (name, offset, value_offset, vtype, _size) in enumerate(f.fields()):
             self.fields[name] = self._field(index, name, offset, value_offset, vtype)
         self.tensors: list[ReaderTensor] = [self._tensor(*info) for info in f.tensors()]
+        for shard, shard_path in enumerate(self.paths[1:], start=1):
+            other = GGUFReader(shard_path)
+            for t in other.tensors:
+                t.shard = shard
+            self.tensors += other.tensors
 
     def get_field(self, key: str) -> ReaderField | None:
         return self.fields.get(key, None)

@@ -149,3 +149,29 @@ def test_quantization_types_match_gguf_py(ggufpy):
         for name, value in ours_keys.items():
             if not name.startswith("_"):
                 assert ref_keys[name] == value, (group, name)
+
+
+def test_split_models_read_as_one(shared, ggufpy, cli, tmp_path):
+    original = shared / "corpus/tiny-llama/tiny-llama-q4_k_m.gguf"
+    run = subprocess.run([cli, "split", "--max-tensors", "7", str(original), str(tmp_path / "m")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    shards = [tmp_path / f"m-0000{i}-of-00003.gguf" for i in (1, 2, 3)]
+    model = ggufkit.GGUFReader(shards[0], split=True)
+    assert model.paths == [str(p) for p in shards]
+    # The fields are the first shard's, as gguf-py reads that file.
+    first = ggufpy.GGUFReader(shards[0])
+    assert_same_fields(first, model)
+    # The tensors are the whole model's: the original file's, each a view of its own shard.
+    whole = ggufkit.GGUFReader(original)
+    assert [(t.name, t.tensor_type, t.shape.tolist(), t.n_bytes) for t in model.tensors] == \
+           [(t.name, t.tensor_type, t.shape.tolist(), t.n_bytes) for t in whole.tensors]
+    assert all(a.data.tobytes() == b.data.tobytes() for a, b in zip(model.tensors, whole.tensors))
+    assert [t.shard for t in model.tensors] == [0] * 7 + [1] * 7 + [2] * 6
+    by_shard = [ggufpy.GGUFReader(p) for p in shards]
+    assert [t.data_offset for t in model.tensors] == [t.data_offset for r in by_shard for t in r.tensors]
+    # Without split=True a shard is read as gguf-py reads it: that file alone.
+    assert_same_tensors(first, ggufkit.GGUFReader(shards[0]))
+    shards[1].unlink()
+    with pytest.raises(ggufkit.GGUFError) as e:
+        ggufkit.GGUFReader(shards[0], split=True)
+    assert e.value.code == "io_error" and str(shards[1]) in str(e.value)
