@@ -11,6 +11,9 @@
 #   bench/run.sh convert [ARGS...] Hugging Face safetensors -> GGUF against cp, and peak memory (ARGS: --gib N, --experts N,
 #                                --dtype bf16|f16, --shard-gib N, --threads N, --repeat R, --dir D, --keep)
 #   bench/run.sh tokenizer       gguf convert's time on each real tokenizer.json of the oracle install
+#   bench/run.sh python [ARGS...] the Python package ggufkit (build-bench/python) against llama.cpp's gguf-py: opening a
+#                                vocabulary and reading its tokens, (de)quantizing (ARGS: --repeat R, --kernel-repeat K,
+#                                --rows/--cols N, --no-memory, --python-dir D (or GGUFKIT_PYTHON_DIR), --gguf-py D)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,8 +21,11 @@ BUILD="$ROOT/build-bench"
 
 "$ROOT/scripts/install-oracle.sh"
 
-"$ROOT/scripts/configure.sh" release "$BUILD" -DGGUFKIT_TESTS=OFF -DGGUFKIT_BENCH=ON
-cmake --build "$BUILD" --target bench_open bench_quant bench_quantize_model make_big_model bench_convert gguf -j "$(nproc)"
+"$ROOT/scripts/configure.sh" release "$BUILD" -DGGUFKIT_TESTS=OFF -DGGUFKIT_BENCH=ON -DGGUFKIT_PYTHON=ON
+cmake --build "$BUILD" --target bench_open bench_quant bench_quantize_model make_big_model bench_convert gguf python -j "$(nproc)"
+# The Python the module was built for (Debian's /usr/bin/python3, with numpy).
+python=$(sed -n 's/^Python3_EXECUTABLE:FILEPATH=//p' "$BUILD/CMakeCache.txt")
+python=${python:-/usr/bin/python3}
 
 what=${1:-all}
 [ $# -gt 0 ] && shift
@@ -31,6 +37,7 @@ case "$what" in
   hash) exec "$ROOT/bench/bench_hash.sh" "$BUILD" "$@" ;;
   convert) exec "$BUILD/bench/bench_convert" "$@" ;;
   tokenizer) exec "$ROOT/bench/bench_tokenizer.sh" "$BUILD" ;;
-  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" && "$ROOT/bench/bench_hash.sh" "$BUILD" && "$BUILD/bench/bench_convert" && "$ROOT/bench/bench_tokenizer.sh" "$BUILD" ;;
-  *) echo "usage: bench/run.sh [open|quant|model|edit|hash|convert|tokenizer|all] [ARGS...]" >&2; exit 2 ;;
+  python) exec "$python" "$ROOT/bench/bench_python.py" "$@" ;;
+  all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" && "$ROOT/bench/bench_hash.sh" "$BUILD" && "$BUILD/bench/bench_convert" && "$ROOT/bench/bench_tokenizer.sh" "$BUILD" && "$python" "$ROOT/bench/bench_python.py" ;;
+  *) echo "usage: bench/run.sh [open|quant|model|edit|hash|convert|tokenizer|python|all] [ARGS...]" >&2; exit 2 ;;
 esac
