@@ -125,23 +125,35 @@ class File {
 
   py::object value(size_t i) const { return contents(at(i).value); }
 
-  // The header-view offsets of each element of string array i (its length field): parts of the
-  // elements without walking the array in Python.
-  py::array_t<uint64_t> string_offsets(size_t i) const {
+  // Where each element of string array i is in the header view: [offset of its length field,
+  // offset of its first byte, offset after its last byte] per element, so that Python makes an
+  // element's parts with one slice each.
+  py::array_t<uint64_t> string_spans(size_t i) const {
     const KeyValue& kv = at(i);
     const auto a = kv.value.as_array();
     if (!a || a->element_type() != ValueType::String) throw py::value_error("not an array of strings");
-    py::array_t<uint64_t> out(static_cast<py::ssize_t>(a->size()));
+    py::array_t<uint64_t> out({static_cast<py::ssize_t>(a->size()), py::ssize_t{3}});
     auto* o = out.mutable_data();
     const std::byte* base = file_->header_view().data();
     const std::byte* p = a->payload().data();
     for (uint64_t k = 0; k < a->size(); ++k) {
-      o[k] = static_cast<uint64_t>(p - base);
       uint64_t n;
       std::memcpy(&n, p, 8);
+      const auto at = static_cast<uint64_t>(p - base);
+      o[3 * k] = at;
+      o[3 * k + 1] = at + 8;
+      o[3 * k + 2] = at + 8 + n;
       p += 8 + n;
     }
     return out;
+  }
+
+  // Element k of array i (contents(k) of one element without decoding the others).
+  py::object element(size_t i, uint64_t k) const {
+    const auto a = at(i).value.as_array();
+    if (!a || k >= a->size()) throw py::index_error("list index out of range");
+    const auto v = a->at(k);
+    return contents(*v);
   }
 
   // (name, type id, dims as stored, offset in the data section, bytes, info record offset).
@@ -414,7 +426,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("has_tensor_data", [](const File& f) { return f.file().has_tensor_data(); })
       .def("fields", &File::fields)
       .def("value", &File::value)
-      .def("string_offsets", &File::string_offsets)
+      .def("string_spans", &File::string_spans)
+      .def("element", &File::element)
       .def("tensors", &File::tensors)
       .def("bytes", [](py::object self) { return byte_array(self.cast<const File&>().file().bytes(), self); })
       .def("header", [](py::object self) { return byte_array(self.cast<const File&>().file().header_view(), self); });

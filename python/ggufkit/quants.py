@@ -34,7 +34,8 @@ def quant_shape_from_byte_shape(shape: Sequence[int], quant_type: GGMLQuantizati
 
 
 def _threads(threads: int | None) -> int:
-    return 0 if threads is None else max(1, int(threads))
+    """None or 0: every core (as the C++ library's Threads{0})."""
+    return 0 if not threads else max(1, int(threads))
 
 
 def dequantize(data: np.ndarray, qtype: GGMLQuantizationType, *, threads: int | None = None) -> np.ndarray:

@@ -91,6 +91,8 @@ class _Layout:
 class _Parts(Sequence):
     """gguf-py's ``ReaderField.parts``: numpy views of the encoded value's pieces, made on access."""
 
+    __slots__ = ("_length", "_part")
+
     def __init__(self, length: int, part):
         self._length = length
         self._part = part
@@ -100,12 +102,50 @@ class _Parts(Sequence):
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return [self._part(i) for i in range(*index.indices(self._length))]
+            return [self[i] for i in range(*index.indices(self._length))]
         if index < 0:
             index += self._length
         if not 0 <= index < self._length:
             raise IndexError("part index out of range")
         return self._part(index)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class _StringArrayParts(Sequence):
+    """The parts of an array of strings: the record's five, then each element's length and bytes.
+    An element's bytes are one slice of the header (the walk `bytes(parts[i]) for i in data` is
+    gguf-py's classic way of reading a vocabulary)."""
+
+    __slots__ = ("_header", "_head", "_spans", "_length")
+
+    def __init__(self, header: np.ndarray, head: list, spans: np.ndarray):
+        self._header = header
+        self._head = head
+        self._spans = spans.tolist()
+        self._length = 5 + 2 * len(self._spans)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if index.__class__ is int and 5 <= index < self._length:
+            k, length_part = divmod(index - 5, 2)
+            span = self._spans[k]
+            if length_part:
+                return self._header[span[1]:span[2]]
+            return self._header[span[0]:span[1]].view(np.uint64)
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._length))]
+        index = int(index)
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("part index out of range")
+        if index < 5:
+            return _view(self._header, *self._head[index])
+        return self[index]
 
     def __repr__(self) -> str:
         return repr(list(self))
@@ -147,10 +187,9 @@ class ReaderField:
         if not self.types:
             return None
         if self._contents is not None:
-            value = self._contents()
-            if self.types[0] == GGUFValueType.ARRAY:
-                return value[index_or_slice]
-            return value
+            if self.types[0] != GGUFValueType.ARRAY or index_or_slice == slice(None):
+                return self._contents()
+            return self._contents(index_or_slice)
         # A field made by hand: decode its parts as gguf-py does.
         to_string = lambda x: str(x.tobytes(), encoding="utf-8")  # noqa: E731
         if self.types[0] == GGUFValueType.ARRAY:
@@ -263,12 +302,15 @@ class GGUFReader:
                     types = _Layout(header, value_offset, vtype).types
                 else:
                     types.append(GGUFValueType(item))
-        cache: list = []
-
-        def contents():
-            if not cache:
-                cache.append(file.value(index))
-            return cache[0]
+        def contents(index_or_slice=None):
+            if isinstance(index_or_slice, int) and vtype == GGUFValueType.ARRAY and types[-1] != GGUFValueType.ARRAY:
+                count = int(_view(header, value_offset + 4, np.uint64)[0])
+                k = index_or_slice + count if index_or_slice < 0 else index_or_slice
+                if not 0 <= k < count:
+                    raise IndexError("list index out of range")
+                return file.element(index, k)
+            value = file.value(index)
+            return value if index_or_slice is None else value[index_or_slice]
 
         def make():
             return self._parts(index, offset, value_offset, vtype)
@@ -299,18 +341,9 @@ class GGUFReader:
                 if i < 5:
                     return _view(header, *head[i])
                 return _view(header, first + (i - 5) * size, dtype)
-            return _Parts(5 + count, part), range(5, 5 + count)
+            return _Parts(5 + count, part), list(range(5, 5 + count))
         if item == GGUFValueType.STRING:  # two parts per element: length, bytes
-            starts = self._file.string_offsets(index)
-
-            def part(i: int):
-                if i < 5:
-                    return _view(header, *head[i])
-                at = int(starts[(i - 5) // 2])
-                if (i - 5) % 2 == 0:
-                    return _view(header, at, np.uint64)
-                return _view(header, at + 8, np.uint8, int(_view(header, at, np.uint64)[0]))
-            return _Parts(5 + 2 * count, part), range(6, 5 + 2 * count, 2)
+            return _StringArrayParts(header, head, self._file.string_spans(index)), list(range(6, 5 + 2 * count, 2))
         layout = _Layout(header, value_offset, vtype)  # arrays of arrays
         parts = head[:3] + layout.parts
         return _Parts(len(parts), lambda i: _view(header, *parts[i])), [3 + i for i in layout.data]
