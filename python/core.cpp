@@ -39,19 +39,31 @@ namespace ggufkit::python {
   throw py::error_already_set();
 }
 
-}  // namespace ggufkit::python
-
-namespace {
-
-using namespace ggufkit::python;
-
-py::object decode_string(std::string_view s) {
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict");
+py::object text(std::string_view s, const char* errors) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), errors);
   if (o == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(o);
 }
 
-py::object scalar(const ValueView& v) {
+namespace {
+
+void append_values(const ArrayView& a, py::list& out, bool flatten, const char* errors) {
+  if (a.element_type() == ValueType::String) {
+    for (const std::string_view s : a.strings()) out.append(text(s, errors));
+    return;
+  }
+  for (const ValueView v : a.values()) {
+    if (v.type() == ValueType::Array && flatten) {
+      append_values(*v.as_array(), out, flatten, errors);
+    } else {
+      out.append(value_to_python(v, flatten, errors));
+    }
+  }
+}
+
+}  // namespace
+
+py::object value_to_python(const ValueView& v, bool flatten, const char* errors) {
   switch (v.type()) {
     case ValueType::UInt8: return py::int_(*v.get<uint8_t>());
     case ValueType::Int8: return py::int_(*v.get<int8_t>());
@@ -64,34 +76,19 @@ py::object scalar(const ValueView& v) {
     case ValueType::Float32: return py::float_(static_cast<double>(*v.get<float>()));
     case ValueType::Float64: return py::float_(*v.get<double>());
     case ValueType::Bool: return py::bool_(*v.get<bool>());
-    case ValueType::String: return decode_string(*v.as_string());
+    case ValueType::String: return text(*v.as_string(), errors);
     case ValueType::Array: break;
   }
-  return py::none();
-}
-
-// gguf-py's ReaderField.contents(): a scalar, a string, or a list of an array's leaves (arrays of
-// arrays flattened, as gguf-py's parts are).
-void append_leaves(const ArrayView& a, py::list& out) {
-  if (a.element_type() == ValueType::String) {
-    for (const std::string_view s : a.strings()) out.append(decode_string(s));
-    return;
-  }
-  for (const ValueView v : a.values()) {
-    if (v.type() == ValueType::Array) {
-      append_leaves(*v.as_array(), out);
-    } else {
-      out.append(scalar(v));
-    }
-  }
-}
-
-py::object contents(const ValueView& v) {
-  if (v.type() != ValueType::Array) return scalar(v);
   py::list out;
-  append_leaves(*v.as_array(), out);
+  if (const auto a = v.as_array()) append_values(*a, out, flatten, errors);
   return out;
 }
+
+}  // namespace ggufkit::python
+
+namespace {
+
+using namespace ggufkit::python;
 
 // A read-only numpy array over `bytes`, keeping `owner` (the File) alive.
 py::array byte_array(std::span<const std::byte> bytes, py::handle owner) {
@@ -117,13 +114,13 @@ class File {
     const auto header = file_->header_view();
     for (const KeyValue& kv : file_->metadata()) {
       const auto value_offset = static_cast<uint64_t>(kv.value.encoded().data() - header.data());
-      out.append(py::make_tuple(decode_string(kv.key), kv.offset, value_offset, static_cast<uint32_t>(kv.value.type()),
+      out.append(py::make_tuple(text(kv.key), kv.offset, value_offset, static_cast<uint32_t>(kv.value.type()),
                                 kv.value.encoded().size()));
     }
     return out;
   }
 
-  py::object value(size_t i) const { return contents(at(i).value); }
+  py::object value(size_t i) const { return value_to_python(at(i).value, true); }
 
   // Where each element of string array i is in the header view: [offset of its length field,
   // offset of its first byte, offset after its last byte] per element, so that Python makes an
@@ -153,7 +150,7 @@ class File {
     const auto a = at(i).value.as_array();
     if (!a || k >= a->size()) throw py::index_error("list index out of range");
     const auto v = a->at(k);
-    return contents(*v);
+    return value_to_python(*v, true);
   }
 
   // (name, type id, dims as stored, offset in the data section, bytes, info record offset).
@@ -162,7 +159,7 @@ class File {
     for (const TensorInfo& t : file_->tensors()) {
       py::list dims;
       for (const int64_t d : t.shape()) dims.append(d);
-      out.append(py::make_tuple(decode_string(t.name), static_cast<uint32_t>(t.type), dims, t.offset, t.size, t.info_offset));
+      out.append(py::make_tuple(text(t.name), static_cast<uint32_t>(t.type), dims, t.offset, t.size, t.info_offset));
     }
     return out;
   }

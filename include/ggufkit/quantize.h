@@ -127,6 +127,12 @@ std::vector<std::filesystem::path> quantize_output_paths(const QuantizePlan& pla
 // embedding and the output never do); plan_quantize says which.
 bool preset_requires_importance_matrix(uint32_t file_type);
 
+// The target as llama-quantize's TYPE argument names it, in any case: a llama_ftype name (Q4_K_M,
+// mostly_q4_k_m), its number (15), a tensor type name (q4_K: llama-quantize's alias for Q4_K_M), or
+// COPY (every tensor copied as it is). Sets options.file_type and options.only_copy; false, options
+// untouched, when the text names none of these or a file type without a default tensor type.
+bool set_quantize_target(std::string_view text, QuantizeOptions& options);
+
 // Whether llama.cpp quantizes a tensor of this name and shape at all (norms, 1-D tensors, position
 // embeddings and the other exceptions stay as they are).
 bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options);

@@ -148,10 +148,14 @@ void check_bytes_around_tensors(const GgufFile& file, Findings& out) {
   for (const TensorInfo& t : file.tensors()) order.push_back(&t);
   std::stable_sort(order.begin(), order.end(), [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
   uint64_t end = data_start;  // end of the data seen so far (file offsets)
+  bool misplaced = false;
   for (const TensorInfo* t : order) {
     // Misplaced tensors (reported by the reader's checks) have no place to look around.
     const auto begin = checked::add(file.data_offset(), t->offset);
-    if (!begin || !checked::fits(*begin, t->size, size)) continue;
+    if (!begin || !checked::fits(*begin, t->size, size)) {
+      misplaced = true;
+      continue;
+    }
     const uint64_t start = *begin;
     if (start > end && end >= data_start) {
       const uint64_t padded_end = std::min(*checked::align_up(end - data_start, file.alignment()) + data_start, start);
@@ -168,8 +172,10 @@ void check_bytes_around_tensors(const GgufFile& file, Findings& out) {
   if (end < expected_end && !all_zero(bytes.subspan(end, expected_end - end))) {
     out.warning("structure.nonzero_padding", {}, end, "the padding after the last tensor is not all zero");
   }
-  if (size > expected_end && !(file.tensors().empty() && all_zero(bytes.subspan(expected_end)) &&
-                               size - expected_end < file.alignment())) {
+  // Bytes after the last tensor that fits are the start of a cut-off tensor when one does not fit
+  // (the reader's data_out_of_bounds says so), not bytes appended to a whole file.
+  if (size > expected_end && !misplaced &&
+      !(file.tensors().empty() && all_zero(bytes.subspan(expected_end)) && size - expected_end < file.alignment())) {
     out.warning("structure.trailing_bytes", {}, expected_end,
                 fmt::format("{} bytes follow the last tensor's data; no reader uses them. A file that was appended "
                             "to or concatenated? If not intended, rewrite it (gguf merge or any rewrite drops them)",

@@ -367,4 +367,25 @@ QuantizeSizes quantize_sizes(const QuantizePlan& plan) {
   return s;
 }
 
+bool set_quantize_target(std::string_view text, QuantizeOptions& options) {
+  const auto upper = [](char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); };
+  const bool copy = text.size() == 4 && std::equal(text.begin(), text.end(), "COPY", [&](char a, char b) { return upper(a) == b; });
+  std::optional<uint32_t> file_type;
+  if (copy) {
+    file_type = 0;  // llama-quantize's COPY is ALL_F32 with only_copy
+  } else if (!text.empty() && text.size() <= 4 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    uint32_t id = 0;
+    for (const char c : text) id = id * 10 + static_cast<uint32_t>(c - '0');
+    if (find_file_type(id) != nullptr) file_type = id;
+  } else if (const auto t = parse_tensor_type(text)) {
+    file_type = file_type_for_type(*t);
+  } else {
+    file_type = parse_file_type(text);
+  }
+  if (!file_type || !file_type_default_type(*file_type)) return false;
+  options.file_type = *file_type;
+  options.only_copy = copy;
+  return true;
+}
+
 }  // namespace ggufkit

@@ -371,7 +371,8 @@ Expected<void> write_merged(const SplitModel& model, const std::filesystem::path
   std::error_code ec;
   for (const auto& p : model.paths()) {
     if (std::filesystem::equivalent(p, out, ec)) {
-      return with_file(make_error(ErrorCode::io_error, std::nullopt, {}, "the output would replace an input shard"), out.string());
+      return with_file(make_error(ErrorCode::output_is_input, std::nullopt, {}, "the output would replace an input shard"),
+                       out.string());
     }
   }
   auto b = merge_builder(model);

@@ -156,6 +156,21 @@ TEST(CheckStructure, PaddingBetweenTensorsAndAfterTheLastIsChecked) {
   EXPECT_TRUE(with_code(r, "structure.trailing_bytes").empty()) << all_codes(r);
 }
 
+TEST(CheckStructure, ACutOffTensorIsNotTrailingBytes) {
+  // b's data is cut off: what follows a's data is b's first bytes, not bytes appended to the file.
+  RawGguf g;
+  g.header(3, 2, 1);
+  g.kv_string("general.architecture", "test-arch");
+  g.tensor_info("a.weight", {4}, tt::kF32, 0);
+  g.tensor_info("b.weight", {64}, tt::kF32, 32);
+  g.pad_to(32);
+  g.fill(16, 0x3f).fill(16, 0x00);
+  g.fill(40, 0x3f);  // 40 of b's 256 bytes
+  const CheckReport r = check_bytes(g.span());
+  EXPECT_EQ(with_code(r, "structure.data_out_of_bounds").size(), 1u) << all_codes(r);
+  EXPECT_TRUE(with_code(r, "structure.trailing_bytes").empty()) << all_codes(r);
+}
+
 TEST(CheckCompat, ForkTypeIdsAreNamed) {
   for (const int32_t id : {143, 43}) {
     RawGguf g;

@@ -39,13 +39,6 @@ struct QuantizeArgs {
   unsigned threads = 0;
 };
 
-// llama-quantize's COPY: every tensor copied as it is.
-bool is_copy(std::string_view name) {
-  return name.size() == 4 && std::equal(name.begin(), name.end(), "COPY", [](char a, char b) {
-           return std::toupper(static_cast<unsigned char>(a)) == b;
-         });
-}
-
 // One tensor's size for the dry run: bytes below 10 KiB, KiB/MiB/GiB above.
 std::string short_bytes(uint64_t bytes) { return bytes < 10240 ? fmt::format("{} B", bytes) : human_bytes(bytes); }
 
@@ -56,18 +49,6 @@ void print_sizes(std::FILE* to, const ggufkit::QuantizeSizes& s) {
   fmt::print(to, "quant size: {:8.2f} MiB ({:.2f} bits per weight), {} of {} tensors quantized, {} copied\n",
              static_cast<double>(s.output_bytes) / 1048576.0, s.output_bits_per_weight(), s.converted,
              s.converted + s.copied, s.copied);
-}
-
-// TYPE is a llama_ftype name (Q4_K_M, mostly_q4_k_m), its number as llama-quantize takes it (15), or
-// a tensor type name (q4_K: llama-quantize's alias for Q4_K_M), in any case.
-std::optional<uint32_t> resolve_file_type(const std::string& name) {
-  if (is_copy(name)) return 0;  // llama-quantize's COPY is ALL_F32 with only_copy
-  if (!name.empty() && name.size() <= 4 && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    const auto id = static_cast<uint32_t>(std::stoul(name));
-    return ggufkit::find_file_type(id) ? std::optional<uint32_t>(id) : std::nullopt;
-  }
-  if (const auto t = ggufkit::parse_tensor_type(name)) return ggufkit::file_type_for_type(*t);
-  return ggufkit::parse_file_type(name);
 }
 
 // --output-tensor-type and --token-embedding-type: any tensor type name, in any case.
@@ -127,7 +108,6 @@ int run_quantize(const QuantizeArgs& args) {
   options.allow_requantize = args.allow_requantize;
   options.keep_split = args.keep_split;
   options.dry_run = args.dry_run;
-  options.only_copy = is_copy(args.type);
   // --imatrix, narrowed by --include-weights or --exclude-weights (llama-quantize: not both).
   ggufkit::ImportanceMatrix importance;
   if (!args.include_weights.empty() && !args.exclude_weights.empty()) {
@@ -151,8 +131,8 @@ int run_quantize(const QuantizeArgs& args) {
     options.importance = &importance;
     options.importance_file = args.imatrix;
   }
-  const auto file_type = resolve_file_type(args.type);
-  if (!file_type || !ggufkit::file_type_default_type(*file_type)) {
+  // TYPE as llama-quantize reads it: Q4_K_M, 15, q4_K, COPY (set_quantize_target).
+  if (!ggufkit::set_quantize_target(args.type, options)) {
     fmt::print(stderr, "gguf: '{}' is not a quantization type{}\n", args.type,
                suggestion_or(ggufkit::nearest_name(args.type, quantization_type_names(), {.fold = true}),
                              " (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...; gguf types lists them)"));
@@ -164,7 +144,6 @@ int run_quantize(const QuantizeArgs& args) {
     report_error(args.input, input.error());
     return kUsageOrIoError;
   }
-  options.file_type = *file_type;
   options.pure = args.pure;
   options.threads = ggufkit::Threads{args.threads};
   options.sync = !args.no_sync;
