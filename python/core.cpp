@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -261,6 +262,16 @@ std::string string_of(const py::handle& v) {
   return v.cast<std::string>();  // str (as UTF-8) or bytes
 }
 
+// gguf-py's GGUFValueType.get_type: str/bytes STRING, list ARRAY, float FLOAT32, bool BOOL, int INT32.
+ValueType python_value_type(const py::handle& v) {
+  if (py::isinstance<py::str>(v) || py::isinstance<py::bytes>(v) || py::isinstance<py::bytearray>(v)) return ValueType::String;
+  if (py::isinstance<py::list>(v)) return ValueType::Array;
+  if (py::isinstance<py::float_>(v)) return ValueType::Float32;
+  if (py::isinstance<py::bool_>(v)) return ValueType::Bool;
+  if (py::isinstance<py::int_>(v)) return ValueType::Int32;
+  throw py::value_error("Unknown type: " + std::string(py::str(py::type::of(v))));
+}
+
 MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<ValueType> sub_type) {
   switch (type) {
     case ValueType::UInt8: return typed_scalar<uint8_t>(v);
@@ -278,9 +289,16 @@ MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<
     case ValueType::Array: break;
   }
   const py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
-  if (!sub_type) {
-    if (seq.size() == 0) throw py::value_error("an empty array needs its element type (sub_type)");
-    throw py::value_error("an array needs its element type (sub_type)");
+  if (!sub_type) {  // an array inside an array: typed by its elements, as gguf-py's writer types them
+    if (seq.size() == 0) throw py::value_error("Invalid GGUF metadata array. Empty array");
+    if (py::isinstance<py::bytes>(v) || py::isinstance<py::bytearray>(v)) {
+      sub_type = ValueType::UInt8;
+    } else {
+      sub_type = python_value_type(seq[0]);
+      for (const py::handle item : seq) {
+        if (python_value_type(item) != *sub_type) throw py::value_error("All items in a GGUF array should be of the same type");
+      }
+    }
   }
   if (*sub_type == ValueType::String) {
     std::vector<std::string> strings;
@@ -290,13 +308,7 @@ MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<
   }
   std::vector<MetadataValue> elements;
   elements.reserve(seq.size());
-  for (const py::handle item : seq) {
-    if (*sub_type == ValueType::Array) {
-      // gguf-py types a nested array's elements by their Python type (GGUFValueType.get_type).
-      throw py::value_error("arrays of arrays are not supported by this writer");
-    }
-    elements.push_back(metadata_value(item, *sub_type, std::nullopt));
-  }
+  for (const py::handle item : seq) elements.push_back(metadata_value(item, *sub_type, std::nullopt));
   return take(MetadataValue::array_of(*sub_type, elements));
 }
 
@@ -313,25 +325,34 @@ class Writer {
   Writer(std::string path, bool big_endian) : path_(std::move(path)) {
     options_.byte_order = big_endian ? ByteOrder::big : ByteOrder::little;
     options_.output.overwrite = true;  // as gguf-py's GGUFWriter, an existing file is replaced
+    // Without tensors gguf-py pads the header only in write_tensors_to_file (pad_header).
+    options_.pad_header_without_tensors = false;
   }
 
   void add_kv(const std::string& key, int type, const py::handle& value, std::optional<int> sub_type) {
     if (header_written_) throw py::value_error("the header is already written");
     std::optional<ValueType> sub;
     if (sub_type) sub = value_type_of_id(*sub_type);
-    check(builder_.set(key, metadata_value(value, value_type_of_id(type), sub)), path_);
+    MetadataValue encoded;
+    try {
+      encoded = metadata_value(value, value_type_of_id(type), sub);
+    } catch (const py::cast_error&) {  // a value that is not of the type: ValueError naming the key
+      throw py::value_error(key + ": " + std::string(py::repr(value)) + " is not a " + std::string(value_type_name(value_type_of_id(type))) +
+                            (sub ? " of " + std::string(value_type_name(*sub)) : std::string()));
+    } catch (const py::value_error& e) {
+      throw py::value_error(key + ": " + e.what());
+    }
+    check(builder_.set(key, std::move(encoded)), path_);
   }
-
-  bool remove_kv(const std::string& key) { return builder_.remove(key); }
 
   void add_tensor_info(const std::string& name, int type_id, const std::vector<int64_t>& ne, uint64_t nbytes) {
     if (header_written_) throw py::value_error("the header is already written");
     TensorProducer pending = [](uint64_t, std::span<std::byte>) -> Expected<void> {
       return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "tensor data not given");
     };
-    check(builder_.add_tensor(name, tensor_type_of(type_id), ne, std::move(pending)), path_);
-    // The bytes the shape and type take, as the builder lays them out, against what the caller says.
     const TensorType type = tensor_type_of(type_id);
+    check(builder_.add_tensor(name, type, ne, std::move(pending)), path_);
+    // The bytes the shape and type take, as the builder lays them out, against what the caller says.
     uint64_t rows = 1;
     for (size_t i = 1; i < ne.size(); ++i) rows *= static_cast<uint64_t>(ne[i]);
     const uint64_t size = ne.empty() ? *row_size(type, 1) : *row_size(type, ne[0]) * rows;
@@ -344,8 +365,6 @@ class Writer {
     names_.push_back(name);
   }
 
-  uint64_t header_bytes() const { return builder_.header_bytes(options_); }
-
   void write_header() {
     if (header_written_) return;
     file_ = take(AtomicFile::create(path_, options_.output), path_);
@@ -353,7 +372,19 @@ class Writer {
     header_written_ = true;
   }
 
+  // A file without tensors: the header padded to the alignment (gguf-py's write_tensors_to_file).
+  void pad_header() {
+    write_header();
+    if (!names_.empty() || padded_) return;
+    WriteOptions padded = options_;
+    padded.pad_header_without_tensors = true;
+    const std::vector<std::byte> zeros(static_cast<size_t>(builder_.header_bytes(padded) - builder_.header_bytes(options_)));
+    check(file_->write(zeros), path_);
+    padded_ = true;
+  }
+
   void write_tensor(const py::buffer& data) {
+    const std::lock_guard<std::mutex> lock(mutex_);  // the GIL is released while writing
     write_header();
     if (next_ >= names_.size()) throw py::value_error("more tensor data than tensor infos");
     const uint64_t expected = sizes_[next_];
@@ -378,6 +409,7 @@ class Writer {
   }
 
   void close(bool sync) {
+    const std::lock_guard<std::mutex> lock(mutex_);
     write_header();
     if (next_ != names_.size()) {
       throw py::value_error("the data of " + std::to_string(names_.size() - next_) + " tensor(s) was not written (first: " +
@@ -393,7 +425,10 @@ class Writer {
   }
 
   // Drops the temporary file (an unfinished writer).
-  void abort() { file_.reset(); }
+  void abort() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    file_.reset();
+  }
 
  private:
   std::string path_;
@@ -404,6 +439,9 @@ class Writer {
   std::vector<uint64_t> sizes_;
   size_t next_ = 0;
   bool header_written_ = false;
+  bool padded_ = false;
+  // Another Python thread may call close() or abort() while write_tensor runs without the GIL.
+  std::mutex mutex_;
 };
 
 }  // namespace
@@ -461,11 +499,10 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Writer>(m, "Writer")
       .def(py::init<std::string, bool>(), py::arg("path"), py::arg("big_endian") = false)
       .def("add_kv", &Writer::add_kv, py::arg("key"), py::arg("type"), py::arg("value"), py::arg("sub_type") = py::none())
-      .def("remove_kv", &Writer::remove_kv)
       .def("add_tensor_info", &Writer::add_tensor_info, py::arg("name"), py::arg("type"), py::arg("ne"), py::arg("nbytes"))
-      .def("header_bytes", &Writer::header_bytes)
       .def("write_header", &Writer::write_header)
       .def("write_tensor", &Writer::write_tensor)
+      .def("pad_header", &Writer::pad_header)
       .def("close", &Writer::close, py::arg("sync") = true)
       .def("abort", &Writer::abort);
 }

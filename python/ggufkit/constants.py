@@ -138,6 +138,7 @@ class Keys:
         BASE_MODEL_COUNT = "general.base_model.count"
         TAGS = "general.tags"
         LANGUAGES = "general.languages"
+        DATASET_COUNT = "general.dataset.count"
 
     class LLM:
         VOCAB_SIZE = "{arch}.vocab_size"
@@ -219,3 +220,16 @@ class Keys:
         FIM_PAD_ID = "tokenizer.ggml.fim_pad_token_id"
         FIM_REP_ID = "tokenizer.ggml.fim_rep_token_id"
         FIM_SEP_ID = "tokenizer.ggml.fim_sep_token_id"
+
+
+# The recommended sampler settings and the per-source base model and dataset keys, set on
+# Keys.General from their names: SAMPLING_TOP_K = "general.sampling.top_k",
+# BASE_MODEL_NAME = "general.base_model.{id}.name", DATASET_URL = "general.dataset.{id}.url", ...
+SAMPLING_FIELDS = ("sequence", "top_k", "top_p", "min_p", "xtc_probability", "xtc_threshold", "temp",
+                   "penalty_last_n", "penalty_repeat", "mirostat", "mirostat_tau", "mirostat_eta")
+SOURCE_FIELDS = ("name", "author", "version", "organization", "description", "url", "doi", "uuid", "repo_url")
+for _field in SAMPLING_FIELDS:
+    setattr(Keys.General, "SAMPLING_" + _field.upper(), f"general.sampling.{_field}")
+for _kind in ("base_model", "dataset"):
+    for _field in SOURCE_FIELDS:
+        setattr(Keys.General, f"{_kind.upper()}_{_field.upper()}", f"general.{_kind}.{{id}}.{_field}")

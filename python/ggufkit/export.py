@@ -164,10 +164,9 @@ def export_to_gguf(model_or_state_dict, path: os.PathLike[str] | str, quantize=N
                     raise QuantError(f"{name}: {e}") from None
             writer.write_tensor_data(np.ascontiguousarray(data))
         writer.close()
-    finally:
-        if writer._writer is not None:  # a failure half way: no file
-            writer._writer.abort()
-            writer._writer = None
+    except BaseException:
+        writer._abandon()  # a failure half way: no file
+        raise
 
 
 __all__ = ["export_to_gguf"]

@@ -34,8 +34,14 @@ def quant_shape_from_byte_shape(shape: Sequence[int], quant_type: GGMLQuantizati
 
 
 def _threads(threads: int | None) -> int:
-    """None or 0: every core (as the C++ library's Threads{0})."""
-    return 0 if not threads else max(1, int(threads))
+    """The thread count every function takes: None or 0 for every core (the C++ library's
+    Threads{0}), else that many."""
+    if threads is None:
+        return 0
+    threads = int(threads)
+    if threads < 0:
+        raise ValueError(f"threads must be 0 or more (0 or None: every core), not {threads}")
+    return threads
 
 
 def dequantize(data: np.ndarray, qtype: GGMLQuantizationType, *, threads: int | None = None) -> np.ndarray:

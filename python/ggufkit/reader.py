@@ -89,7 +89,8 @@ class _Layout:
 
 
 class _Parts(Sequence):
-    """gguf-py's ``ReaderField.parts``: numpy views of the encoded value's pieces, made on access."""
+    """gguf-py's ``ReaderField.parts``: numpy views of the encoded value's pieces, made on access
+    by ``part(i)``."""
 
     __slots__ = ("_length", "_part")
 
@@ -103,6 +104,7 @@ class _Parts(Sequence):
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._length))]
+        index = int(index)
         if index < 0:
             index += self._length
         if not 0 <= index < self._length:
@@ -113,42 +115,33 @@ class _Parts(Sequence):
         return repr(list(self))
 
 
-class _StringArrayParts(Sequence):
+class _StringArrayParts(_Parts):
     """The parts of an array of strings: the record's five, then each element's length and bytes.
     An element's bytes are one slice of the header (the walk `bytes(parts[i]) for i in data` is
-    gguf-py's classic way of reading a vocabulary)."""
+    gguf-py's classic way of reading a vocabulary): that case skips the general checks."""
 
-    __slots__ = ("_header", "_head", "_spans", "_length")
+    __slots__ = ("_header", "_spans")
 
     def __init__(self, header: np.ndarray, head: list, spans: np.ndarray):
+        spans = spans.tolist()
+        super().__init__(5 + 2 * len(spans),
+                         lambda i: _view(header, *head[i]) if i < 5 else _string_part(header, spans, i))
         self._header = header
-        self._head = head
-        self._spans = spans.tolist()
-        self._length = 5 + 2 * len(self._spans)
-
-    def __len__(self) -> int:
-        return self._length
+        self._spans = spans
 
     def __getitem__(self, index):
         if index.__class__ is int and 5 <= index < self._length:
-            k, length_part = divmod(index - 5, 2)
-            span = self._spans[k]
-            if length_part:
-                return self._header[span[1]:span[2]]
-            return self._header[span[0]:span[1]].view(np.uint64)
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._length))]
-        index = int(index)
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("part index out of range")
-        if index < 5:
-            return _view(self._header, *self._head[index])
-        return self[index]
+            return _string_part(self._header, self._spans, index)
+        return super().__getitem__(index)
 
-    def __repr__(self) -> str:
-        return repr(list(self))
+
+def _string_part(header: np.ndarray, spans: list, index: int) -> np.ndarray:
+    """Part `index` (5 on) of a string array: element (index - 5) // 2's length, then its bytes."""
+    k, bytes_part = divmod(index - 5, 2)
+    span = spans[k]
+    if bytes_part:
+        return header[span[1]:span[2]]
+    return header[span[0]:span[1]].view(np.uint64)
 
 
 class ReaderField:
@@ -238,6 +231,38 @@ class ReaderTensor:
                 f"n_bytes={self.n_bytes}, data_offset={self.data_offset})")
 
 
+def _field_parts(file, header: np.ndarray, index: int, offset: int, value_offset: int, vtype: int):
+    """gguf-py's parts and data indices of key/value record `index` (made when first asked for)."""
+    # The record's own parts: key length, key bytes, value type.
+    key_length = int(_view(header, offset, np.uint64)[0])
+    head = [(offset, np.uint64, 1), (offset + 8, np.uint8, key_length), (value_offset - 4, np.uint32, 1)]
+    if vtype == GGUFValueType.STRING:
+        n = int(_view(header, value_offset, np.uint64)[0])
+        layout = head + [(value_offset, np.uint64, 1), (value_offset + 8, np.uint8, n)]
+        return _Parts(len(layout), lambda i: _view(header, *layout[i])), [4]
+    if vtype != GGUFValueType.ARRAY:
+        layout = head + [(value_offset, _SCALAR_DTYPES[vtype], 1)]
+        return _Parts(len(layout), lambda i: _view(header, *layout[i])), [3]
+    item = int(_view(header, value_offset, np.uint32)[0])
+    count = int(_view(header, value_offset + 4, np.uint64)[0])
+    head += [(value_offset, np.uint32, 1), (value_offset + 4, np.uint64, 1)]
+    first = value_offset + 12
+    if item in _SCALAR_DTYPES:  # one part per element
+        dtype = _SCALAR_DTYPES[item]
+        size = np.dtype(dtype).itemsize
+
+        def part(i: int):
+            if i < 5:
+                return _view(header, *head[i])
+            return _view(header, first + (i - 5) * size, dtype)
+        return _Parts(5 + count, part), list(range(5, 5 + count))
+    if item == GGUFValueType.STRING:  # two parts per element: length, bytes
+        return _StringArrayParts(header, head, file.string_spans(index)), list(range(6, 5 + 2 * count, 2))
+    layout = _Layout(header, value_offset, vtype)  # arrays of arrays
+    parts = head[:3] + layout.parts
+    return _Parts(len(parts), lambda i: _view(header, *parts[i])), [3 + i for i in layout.data]
+
+
 class GGUFReader:
     """Reads a GGUF file as gguf-py's GGUFReader does (``fields``, ``tensors``, ``get_field``,
     ``get_tensor``, ``alignment``, ``data_offset``, ``byte_order``, ``endianess``), with the
@@ -252,6 +277,8 @@ class GGUFReader:
     it, a shard reads as gguf-py reads it: that file alone."""
 
     byte_order: Literal["I", "S"] = "I"
+    # gguf-py's table of the scalar value types' numpy types (its scripts read it).
+    gguf_scalar_to_np: dict[GGUFValueType, type[np.generic]] = {GGUFValueType(k): v for k, v in _SCALAR_DTYPES.items()}
 
     def __init__(self, path: os.PathLike[str] | str, mode: Literal["r", "r+", "c"] = "r", *, split: bool = False):
         if mode != "r":
@@ -302,8 +329,12 @@ class GGUFReader:
                     types = _Layout(header, value_offset, vtype).types
                 else:
                     types.append(GGUFValueType(item))
+        # One element alone when the array's elements are its leaves (not arrays of arrays, whose
+        # contents() are their leaves flattened, as gguf-py gives them).
+        flat = vtype == GGUFValueType.ARRAY and len(types) == 2 and types[1] != GGUFValueType.ARRAY
+
         def contents(index_or_slice=None):
-            if isinstance(index_or_slice, int) and vtype == GGUFValueType.ARRAY and types[-1] != GGUFValueType.ARRAY:
+            if isinstance(index_or_slice, int) and flat:
                 count = int(_view(header, value_offset + 4, np.uint64)[0])
                 k = index_or_slice + count if index_or_slice < 0 else index_or_slice
                 if not 0 <= k < count:
@@ -312,41 +343,10 @@ class GGUFReader:
             value = file.value(index)
             return value if index_or_slice is None else value[index_or_slice]
 
-        def make():
-            return self._parts(index, offset, value_offset, vtype)
+        def make():  # the closures hold the file and its header, not the reader (no cycle)
+            return _field_parts(file, header, index, offset, value_offset, vtype)
 
         return ReaderField(offset, name, types=types, _contents=contents, _make=make)
-
-    def _parts(self, index: int, offset: int, value_offset: int, vtype: int):
-        header = self._header
-        # The record's own parts: key length, key bytes, value type.
-        key_length = int(_view(header, offset, np.uint64)[0])
-        head = [(offset, np.uint64, 1), (offset + 8, np.uint8, key_length), (value_offset - 4, np.uint32, 1)]
-        if vtype == GGUFValueType.STRING:
-            n = int(_view(header, value_offset, np.uint64)[0])
-            layout = head + [(value_offset, np.uint64, 1), (value_offset + 8, np.uint8, n)]
-            return _Parts(len(layout), lambda i: _view(header, *layout[i])), [4]
-        if vtype != GGUFValueType.ARRAY:
-            layout = head + [(value_offset, _SCALAR_DTYPES[vtype], 1)]
-            return _Parts(len(layout), lambda i: _view(header, *layout[i])), [3]
-        item = int(_view(header, value_offset, np.uint32)[0])
-        count = int(_view(header, value_offset + 4, np.uint64)[0])
-        head += [(value_offset, np.uint32, 1), (value_offset + 4, np.uint64, 1)]
-        first = value_offset + 12
-        if item in _SCALAR_DTYPES:  # one part per element
-            dtype = _SCALAR_DTYPES[item]
-            size = np.dtype(dtype).itemsize
-
-            def part(i: int):
-                if i < 5:
-                    return _view(header, *head[i])
-                return _view(header, first + (i - 5) * size, dtype)
-            return _Parts(5 + count, part), list(range(5, 5 + count))
-        if item == GGUFValueType.STRING:  # two parts per element: length, bytes
-            return _StringArrayParts(header, head, self._file.string_spans(index)), list(range(6, 5 + 2 * count, 2))
-        layout = _Layout(header, value_offset, vtype)  # arrays of arrays
-        parts = head[:3] + layout.parts
-        return _Parts(len(parts), lambda i: _view(header, *parts[i])), [3 + i for i in layout.data]
 
     # --- tensors --------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core
+from .quants import _threads
 from .constants import GGMLQuantizationType, GGUFValueType, LlamaFileType
 
 __all__ = ["CheckReport", "EditResult", "Finding", "check", "convert", "hash", "merge", "quantize_model", "remove",
@@ -44,15 +45,6 @@ def _path(p) -> str:
 
 def _opt_path(p) -> str | None:
     return None if p is None else os.fspath(p)
-
-
-def _threads(threads: int | None) -> int:
-    if threads is None:
-        return 0
-    threads = int(threads)
-    if threads < 1:
-        raise ValueError(f"threads must be at least 1 (or None for every core), not {threads}")
-    return threads
 
 
 def _progress(progress):

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from .constants import GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType, GGUFEndian, GGUFValueType, Keys
+from .constants import (GGUF_DEFAULT_ALIGNMENT, SAMPLING_FIELDS, SOURCE_FIELDS, GGMLQuantizationType, GGUFEndian,
+                        GGUFValueType, Keys)
 from .quants import quant_shape_from_byte_shape
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class GGUFWriter:
         self.state = WriterState.NO_FILE
         self._writer: _core.Writer | None = None
         self._pending: list[str] = []  # tensors whose data write_tensor_data has still to get
+        self._failed = False  # a write failed: the file was abandoned (close() says so)
         self.add_architecture()
 
     # --- the file, in gguf-py's order ------------------------------------------------------------
@@ -149,9 +151,12 @@ class GGUFWriter:
 
     def write_tensors_to_file(self, *, progress: bool = False) -> None:
         self.write_ti_data_to_file()
+        if not self._pending:  # no tensors: the header padded, as gguf-py pads it here
+            self._writer.pad_header()
         for name in list(self._pending):
             ti = self.tensors[0][name]
             if ti.tensor is None:
+                self._abandon()
                 raise ValueError(f"tensor {name!r} has no data (add_tensor_info without add_tensor: "
                                  "write it with write_tensor_data)")
             self._write(ti.tensor)
@@ -160,24 +165,44 @@ class GGUFWriter:
         self.state = WriterState.WEIGHTS
 
     def _write(self, tensor: np.ndarray) -> None:
-        assert self._writer is not None
+        if self._writer is None:
+            raise ValueError("the file was abandoned after an earlier error; nothing was written")
         try:
             self._writer.write_tensor(np.ascontiguousarray(tensor))
         except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """Drops the temporary file after a failure: the target keeps what it had."""
+        if self._writer is not None:
             self._writer.abort()
             self._writer = None
-            raise
+        self._failed = True
 
     def flush(self) -> None:
         pass
 
     def close(self) -> None:
-        """Finishes the file: after the last tensor's data, the temporary file is flushed, synced
-        and renamed over the target. A writer closed before its header was written writes nothing."""
+        """Finishes the file: the temporary file is flushed, synced and renamed over the target once
+        every tensor's data is written. A writer whose keys were written but no tensor infos
+        (gguf-py's vocabulary-only files: header, keys, close) writes them first. One closed before
+        its header was asked for writes nothing, as gguf-py's; one abandoned after an error raises."""
+        if self._failed:
+            raise ValueError(f"{self.path}: the file was abandoned after an error; nothing was written")
+        if self.state in (WriterState.HEADER, WriterState.KV_DATA):
+            if self.state is WriterState.HEADER:
+                self.write_kv_data_to_file()
+            self.write_ti_data_to_file()
         if self._writer is None:
             return
         writer, self._writer = self._writer, None
-        writer.close()
+        try:
+            writer.close()
+        except BaseException:
+            self._failed = True
+            writer.abort()
+            raise
 
     def __enter__(self) -> "GGUFWriter":
         return self
@@ -185,9 +210,21 @@ class GGUFWriter:
     def __exit__(self, kind, value, traceback) -> None:
         if kind is None:
             self.close()
-        elif self._writer is not None:
-            self._writer.abort()
-            self._writer = None
+        else:
+            self._abandon()
+
+    def __del__(self) -> None:
+        # gguf-py's file is complete once the writer is collected even without close(): so is this
+        # one when every tensor was written; an unfinished one leaves no file.
+        try:
+            complete = self._writer is not None and not self._pending
+            keys_only = self._writer is None and self.state is WriterState.KV_DATA and not self.tensors[0]
+            if not self._failed and (complete or keys_only):
+                self.close()
+            else:
+                self._abandon()
+        except Exception:  # noqa: BLE001 (nothing can be raised from a finaliser)
+            pass
 
     # --- keys --------------------------------------------------------------------------------------
 
@@ -195,16 +232,16 @@ class GGUFWriter:
     def _array_type(key: str, v: GGUFValue) -> GGUFValueType:
         val = v.value
         if not isinstance(val, (Sequence, np.ndarray)) or isinstance(val, str):
-            raise ValueError("Invalid GGUF metadata array, expecting sequence")
+            raise ValueError(f"{key}: Invalid GGUF metadata array, expecting sequence")
         if len(val) == 0:
-            raise ValueError("Invalid GGUF metadata array. Empty array")
+            raise ValueError(f"{key}: Invalid GGUF metadata array. Empty array")
         if v.sub_type is not None:
             return v.sub_type
         if isinstance(val, (bytes, bytearray)):
             return GGUFValueType.UINT8
         first = GGUFValueType.get_type(val[0])
         if not all(GGUFValueType.get_type(i) is first for i in val[1:]):
-            raise ValueError("All items in a GGUF array should be of the same type")
+            raise ValueError(f"{key}: All items in a GGUF array should be of the same type")
         return first
 
     def add_key_value(self, key: str, val: Any, vtype: GGUFValueType, sub_type: GGUFValueType | None = None) -> None:
@@ -356,6 +393,7 @@ _HELPERS = [
     ("add_source_uuid", "string", Keys.General.SOURCE_UUID),
     ("add_source_repo_url", "string", Keys.General.SOURCE_REPO_URL),
     ("add_base_model_count", "uint32", Keys.General.BASE_MODEL_COUNT),
+    ("add_dataset_count", "uint32", Keys.General.DATASET_COUNT),
     ("add_tags", "array", Keys.General.TAGS),
     ("add_languages", "array", Keys.General.LANGUAGES),
     ("add_vocab_size", "uint32", Keys.LLM.VOCAB_SIZE),
@@ -434,6 +472,24 @@ def _helper(kind: str, key: str):
             getattr(self, "add_" + kind)(name, value)
     return add
 
+
+# The sampler settings: integers are int32, the sequence a string, the rest float32.
+_HELPERS += [(f"add_sampling_{f}", "string" if f == "sequence" else "int32" if f in ("top_k", "penalty_last_n", "mirostat")
+              else "float32", f"general.sampling.{f}") for f in SAMPLING_FIELDS]
+
+
+def _source_helper(kind: str, field: str):
+    def add(self: GGUFWriter, source_id: int, value: str) -> None:
+        self.add_string(f"general.{kind}.{source_id}.{field}", value)
+    add.__name__ = f"add_{kind}_{field}"
+    add.__doc__ = f"Sets general.{kind}.{{source_id}}.{field} (string)."
+    return add
+
+
+# add_base_model_name(source_id, name), add_dataset_url(source_id, url), ...
+for _kind in ("base_model", "dataset"):
+    for _field in SOURCE_FIELDS:
+        setattr(GGUFWriter, f"add_{_kind}_{_field}", _source_helper(_kind, _field))
 
 for _method, _kind, _key in _HELPERS:
     _f = _helper(_kind, _key)

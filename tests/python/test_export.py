@@ -76,10 +76,12 @@ def test_f16_bf16_and_k_quants_convert_only_whole_rows(tmp_path, ggml):
         # Q4_K's blocks are 256 wide: 0.weight (64 columns) and 2.weight (32) stay F32.
         matrices = qtype if qtype != Q.Q4_K else Q.F32
         assert types == {"0.weight": matrices, "0.bias": Q.F32, "1.weight": Q.F32, "1.bias": Q.F32, "2.weight": matrices}
-        if qtype == Q.F16:
-            assert np.array_equal(reader.tensors[0].data, state["0.weight"].numpy().astype(np.float16))
-        if qtype == Q.BF16:
-            assert reader.tensors[0].data.tobytes() == ggml.quantize(int(Q.BF16), state["0.weight"].numpy()).tobytes()
+        for t in reader.tensors:  # every tensor's bytes: converted as ggml converts, or kept
+            values = state[t.name].numpy()
+            expected = {Q.F32: values, Q.F16: values.astype(np.float16)}.get(t.tensor_type)
+            if expected is None:
+                expected = ggml.quantize(int(t.tensor_type), values)
+            assert t.data.tobytes() == expected.tobytes(), (name, t.name)
     big = {"w": torch.randn(3, 512)}
     ggufkit.export_to_gguf(big, tmp_path / "k.gguf", quantize=Q.Q4_K)
     t = ggufkit.GGUFReader(tmp_path / "k.gguf").tensors[0]

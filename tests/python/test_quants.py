@@ -85,5 +85,7 @@ def test_errors():
         ggufkit.quantize(VALUES, Q.Q4_K, imatrix=np.ones(3, np.float32))
     with pytest.raises(ValueError, match="not a multiple of Q4_K type size"):
         ggufkit.dequantize(np.zeros((2, 100), np.uint8), Q.Q4_K)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="4 is not a valid GGMLQuantizationType"):
         ggufkit.dequantize(np.zeros(4, np.uint8), 4)  # a removed type id
+    with pytest.raises(ValueError, match=r"threads must be 0 or more \(0 or None: every core\), not -1"):
+        ggufkit.quantize(VALUES, Q.Q8_0, threads=-1)

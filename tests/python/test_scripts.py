@@ -59,3 +59,25 @@ def test_write_minimal(ggufpy, ggml, tmp_path):
     assert reader.data_offset == seen["data_offset"] and reader.data_offset % 64 == 0
     assert np.array_equal(reader.tensors[0].data, np.arange(12, dtype=np.float32).reshape(3, 4))
     assert len(written) == seen["data_offset"] + 64  # the tensor padded to the alignment
+
+
+GGUF_PY_SCRIPTS = GGUF_PY_DIR / "gguf" / "scripts"
+
+
+def run_gguf_py_script(script: str, args: list[str], library: str) -> str:
+    """One of gguf-py's own scripts, on gguf-py or (through shim/) on ggufkit. NO_LOCAL_GGUF keeps
+    the script from putting its own gguf-py first on sys.path."""
+    path = [str(GGUF_PY_DIR)] if library == "gguf-py" else [str(HERE / "shim"), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p), NO_LOCAL_GGUF="1")
+    done = subprocess.run([sys.executable, str(GGUF_PY_SCRIPTS / script), *args], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, (library, done.stderr)
+    return done.stdout
+
+
+@pytest.mark.parametrize("mode", [[], ["--markdown"], ["--json"], ["--no-tensors"]], ids=["text", "markdown", "json", "no-tensors"])
+@pytest.mark.parametrize("model", ["tiny-llama/tiny-llama-q4_k_m.gguf", "vocab/ggml-vocab-phi-3.gguf"])
+def test_gguf_dump_runs_unchanged(shared, ggufpy, model, mode):
+    args = [*mode, str(shared / "corpus" / model)]
+    ref = run_gguf_py_script("gguf_dump.py", args, "gguf-py")
+    ours = run_gguf_py_script("gguf_dump.py", args, "ggufkit")
+    assert ours == ref and len(ref) > 1000

@@ -38,6 +38,15 @@ def write_model(gguf, path, endianess=None, with_info=False):
     w.add_bos_token_id(2)
     w.add_add_bos_token(True)
     w.add_chat_template([{"name": "default", "template": "{{x}}"}, {"name": "tool use", "template": "{{y}}"}])
+    w.add_sampling_top_k(40)
+    w.add_sampling_temp(0.7)
+    w.add_sampling_sequence("kt")
+    w.add_base_model_count(1)
+    w.add_base_model_name(0, "base")
+    w.add_base_model_repo_url(0, "https://example.org/base")
+    w.add_dataset_count(1)
+    w.add_dataset_name(0, "data")
+    w.add_tags(["a", "b"])
     w.add_uint8("t.u8", 200)
     w.add_int8("t.i8", -100)
     w.add_uint16("t.u16", 60000)
@@ -136,7 +145,8 @@ def test_a_failed_writer_leaves_nothing_and_keeps_the_old_file(tmp_path):
     w.write_tensor_data(np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="tensor b: 8 bytes given, its info says 16"):
         w.write_tensor_data(np.zeros(2, np.float32))
-    w.close()  # the failure abandoned the file: nothing to finish
+    with pytest.raises(ValueError, match="the file was abandoned after an error; nothing was written"):
+        w.close()
     assert path.read_bytes() == b"the old file" and os.listdir(tmp_path) == ["model.gguf"]
 
 
@@ -185,3 +195,84 @@ def test_refusals(tmp_path):
     with pytest.raises(ValueError, match="splits? it afterwards|one file"):
         ggufkit.GGUFWriter(tmp_path / "y.gguf", "llama", split_max_tensors=2)
     assert os.listdir(tmp_path) == []
+
+
+def nested_and_vocab_only(gguf, path, close=True):
+    """gguf-py's vocabulary-only sequence (header, keys, close: no tensor infos), with arrays of
+    arrays and bytes."""
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_token_list(["a", "bb"])
+    w.add_array("t.nested", [[1, 2], [3, 4, 5]])
+    w.add_array("t.deep", [[["u", "vv"]], [["w"]]])
+    w.add_array("t.floats", [[0.5], [1.5, 2.5]])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    if close:
+        w.close()
+    return w
+
+
+def test_vocab_only_files_and_arrays_of_arrays_as_gguf_py(ggufpy, tmp_path):
+    ours, ref = tmp_path / "ours.gguf", tmp_path / "ref.gguf"
+    nested_and_vocab_only(ggufkit, ours)
+    nested_and_vocab_only(ggufpy, ref)
+    assert ours.read_bytes() == ref.read_bytes()
+    a, b = ggufpy.GGUFReader(ref), ggufkit.GGUFReader(ours)
+    for key in ("t.nested", "t.deep", "t.floats"):
+        fa, fb = a.fields[key], b.fields[key]
+        assert [int(t) for t in fb.types] == [int(t) for t in fa.types]
+        assert fb.contents() == fa.contents() and list(fb.data) == list(fa.data)
+        assert [p.tolist() for p in fb.parts] == [p.tolist() for p in fa.parts]
+        for k in range(-len(fa.data), len(fa.data)):  # one leaf of the flattened array, as gguf-py
+            assert fb.contents(k) == fa.contents(k), (key, k)
+        assert fb.contents(slice(1, None)) == fa.contents(slice(1, None))
+    assert b.fields["t.deep"].contents() == ["u", "vv", "w"]
+
+
+def test_a_writer_collected_without_close_is_complete_as_gguf_py(ggufpy, tmp_path):
+    import gc
+    ours, ref = tmp_path / "ours.gguf", tmp_path / "ref.gguf"
+    for gguf, path in ((ggufkit, ours), (ggufpy, ref)):
+        w = gguf.GGUFWriter(path, "llama")
+        w.add_tensor("a", np.arange(8, dtype=np.float32))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        del w
+        gc.collect()
+    assert ours.read_bytes() == ref.read_bytes()
+    # Keys only, never closed: complete too.
+    for gguf, name in ((ggufkit, "keys-ours.gguf"), (ggufpy, "keys-ref.gguf")):
+        w = nested_and_vocab_only(gguf, tmp_path / name, close=False)
+        del w
+        gc.collect()
+    assert (tmp_path / "keys-ours.gguf").read_bytes() == (tmp_path / "keys-ref.gguf").read_bytes()
+
+
+def test_a_missing_tensor_abandons_the_file(tmp_path):
+    path = tmp_path / "m.gguf"
+    w = ggufkit.GGUFWriter(path, "llama")
+    w.add_tensor_info("a", (2,), np.float32, 8)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    with pytest.raises(ValueError, match=r"tensor 'a' has no data"):
+        w.write_tensors_to_file()
+    assert os.listdir(tmp_path) == []  # no temporary file either
+    with pytest.raises(ValueError, match="abandoned after an error; nothing was written"):
+        w.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_values_that_do_not_fit_their_type_name_the_key(tmp_path):
+    for add, key, value, message in [
+            ("add_uint64", "k.u64", -1, r"k.u64: -1 is not a uint64"),
+            ("add_int64", "k.i64", 2**70, r"k.i64: 1180591620717411303424 is not a int64"),
+            ("add_uint8", "k.u8", 300, r"k.u8: value out of range"),
+            ("add_array", "k.mixed", [1, "a"], r"k.mixed: All items in a GGUF array should be of the same type")]:
+        w = ggufkit.GGUFWriter(tmp_path / "x.gguf", "llama")
+        getattr(w, add)(key, value)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        with pytest.raises(ValueError, match=message):
+            w.write_ti_data_to_file()
+        assert os.listdir(tmp_path) == []
