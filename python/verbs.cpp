@@ -104,8 +104,8 @@ class Run {
     if (error_) std::rethrow_exception(error_);
     check(r, file);
   }
-  // For calls that cannot be stopped (hash_model): a cancel request still raises, after the fact.
-  void finish_uninterruptible(const std::string& file) {
+  // For calls that report no error of their own (hash_model): a cancel raises once they return.
+  void finish_cancellable(const std::string& file) {
     if (error_) std::rethrow_exception(error_);
     if (flag_.load()) {
       raise_error(make_error(ErrorCode::cancelled, std::nullopt, {}, "the operation was cancelled"), file);
@@ -479,12 +479,12 @@ py::dict hash_verb(const std::string& path, const std::string& algorithm, bool p
   Run run(std::move(progress), std::move(cancel));
   const HashProgress report = [&run](uint64_t done, uint64_t total) { run.report(done, total); };
   Manifest manifest;
-  // hash_model cannot be stopped (hash.h has no cancel flag): a cancel request raises when it returns.
+  // hash_model stops between 16 MiB slices once the flag is set; its manifest is then incomplete.
   if (!run.flag()->load()) {
     py::gil_scoped_release release;
-    manifest = hash_model(model, *a, threads_of(threads), report);
+    manifest = hash_model(model, *a, threads_of(threads), report, run.flag());
   }
-  run.finish_uninterruptible(path);
+  run.finish_cancellable(path);
   if (!per_tensor) manifest.tensors.clear();
   py::dict out;
   out["algorithm"] = std::string(digest_algorithm_name(manifest.algorithm));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -50,8 +51,10 @@ struct Manifest {
 // belongs to. Called from the workers one at a time, every 16 MiB or so, and last with
 // (total, total) on the caller's thread.
 using HashProgress = std::function<void(uint64_t done, uint64_t total)>;
+// `cancel`, when set, is read between 16 MiB slices: once true the workers stop, and the manifest
+// returned is incomplete (the digests not finished are empty); the caller reports the cancel.
 Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads = kAllCores,
-                    const HashProgress& progress = {});
+                    const HashProgress& progress = {}, const std::atomic<bool>* cancel = nullptr);
 
 // The manifest as text: a comment line, "algorithm NAME", then one line per entry:
 // "file DIGEST BYTES NAME" and "tensor DIGEST BYTES NAME"; names are escaped (\\, \xNN for control

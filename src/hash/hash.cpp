@@ -68,7 +68,9 @@ struct Stream {
 // Every stream on `threads` workers, the largest first (a whole file on one core while the other
 // takes its tensors; the page cache serves both from one read of the file). A worker's exception
 // is rethrown here.
-void run_streams(std::vector<Stream>& streams, Threads threads, const HashProgress& progress) {
+void run_streams(std::vector<Stream>& streams, Threads threads, const HashProgress& progress,
+                 const std::atomic<bool>* cancel) {
+  const auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
   uint64_t total = 0;
   for (const Stream& s : streams) total += s.size();
   std::atomic<uint64_t> hashed{0};
@@ -76,14 +78,16 @@ void run_streams(std::vector<Stream>& streams, Threads threads, const HashProgre
   // Slices keep the progress moving inside a large tensor or file.
   constexpr size_t kSlice = size_t{16} << 20;
   const auto digest_piece = [&](digest::Digester& d, std::span<const std::byte> piece) {
-    if (!progress) {
+    if (!progress && cancel == nullptr) {
       d.update(piece);
       return;
     }
     for (size_t at = 0; at < piece.size(); at += kSlice) {
+      if (cancelled()) return;
       const auto slice = piece.subspan(at, std::min(kSlice, piece.size() - at));
       d.update(slice);
       hashed += slice.size();
+      if (!progress) continue;
       // One report at a time (a worker that finds another reporting goes on); the count is read
       // under the lock, so that the reports never go back.
       if (std::unique_lock lock(progress_mutex, std::try_to_lock); lock.owns_lock()) {
@@ -104,6 +108,7 @@ void run_streams(std::vector<Stream>& streams, Threads threads, const HashProgre
         Stream& s = streams[order[j].second];
         digest::Digester d(s.algorithm);
         for (const auto& piece : s.pieces) digest_piece(d, piece);
+        if (cancelled()) return;  // the digest of an unfinished stream stays empty
         *s.out = d.finish_hex();
       }
     } catch (...) {
@@ -119,12 +124,13 @@ void run_streams(std::vector<Stream>& streams, Threads threads, const HashProgre
   work();
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
-  if (progress) progress(total, total);
+  if (progress && !cancelled()) progress(total, total);
 }
 
 }  // namespace
 
-Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads, const HashProgress& progress) {
+Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads threads, const HashProgress& progress,
+                    const std::atomic<bool>* cancel) {
   Manifest m;
   m.algorithm = algorithm;
   const auto shards = model.shards();
@@ -144,7 +150,7 @@ Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads 
     m.tensors[i].bytes = tensors[i].data.size();
     streams.push_back({algorithm, {tensors[i].data}, &m.tensors[i].digest});
   }
-  run_streams(streams, threads, progress);
+  run_streams(streams, threads, progress, cancel);
   return m;
 }
 
@@ -381,7 +387,7 @@ GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const Gg
     m.entries.push_back({a, {}, {}});
     streams.push_back({a, all, &m.entries.back().digest});
   }
-  run_streams(streams, threads, options.progress);
+  run_streams(streams, threads, options.progress, nullptr);
   return m;
 }
 

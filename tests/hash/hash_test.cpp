@@ -1,6 +1,7 @@
 // Digests against known answers and an independent tool, manifests, and verification.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 
@@ -35,6 +36,39 @@ TEST(Hash, FileDigestsEqualSha256sumAndTensorDigestsTheirBytes) {
   // The thread count changes nothing.
   const Manifest one = hash_model(*model, DigestAlgorithm::sha256, Threads{1});
   EXPECT_EQ(format_manifest(one), format_manifest(m));
+}
+
+// A cancel stops the digests: set before the start, nothing is digested and progress never
+// reaches the total; set from the first report (on one thread), the streams not finished by then
+// keep empty digests and the others are right.
+TEST(Hash, ACancelStopsTheDigests) {
+  auto model = SplitModel::open(test::sample_model());
+  ASSERT_TRUE(model) << model.error().describe();
+  const Manifest full = hash_model(*model, DigestAlgorithm::xxh64, Threads{1});
+  std::atomic<bool> cancel{true};
+  std::vector<uint64_t> calls;
+  const Manifest none = hash_model(*model, DigestAlgorithm::xxh64, Threads{2},
+                                   [&](uint64_t done, uint64_t) { calls.push_back(done); }, &cancel);
+  EXPECT_TRUE(calls.empty());
+  EXPECT_EQ(none.files[0].digest, "");
+  for (const ManifestEntry& e : none.tensors) EXPECT_EQ(e.digest, "") << e.name;
+  cancel = false;
+  calls.clear();
+  const Manifest part = hash_model(*model, DigestAlgorithm::xxh64, Threads{1}, [&](uint64_t done, uint64_t) {
+    calls.push_back(done);
+    cancel = true;
+  }, &cancel);
+  ASSERT_EQ(calls.size(), 1u);
+  size_t finished = 0;
+  for (size_t i = 0; i < part.tensors.size(); ++i) {
+    if (part.tensors[i].digest.empty()) continue;
+    EXPECT_EQ(part.tensors[i].digest, full.tensors[i].digest);
+    ++finished;
+  }
+  EXPECT_LT(finished, part.tensors.size());
+  // Without a cancel, the same digests as before.
+  cancel = false;
+  EXPECT_EQ(format_manifest(hash_model(*model, DigestAlgorithm::xxh64, Threads{2}, {}, &cancel)), format_manifest(full));
 }
 
 // Progress counts every byte once per digest it belongs to (the file's and its tensor's), grows,
