@@ -448,19 +448,23 @@ int main(int argc, char** argv) {
               static_cast<double>(input_bytes) / 1048576.0, "", "/bin/cp of the shards");
   std::fflush(stdout);
 
-  // The plan alone (dry run: no tensor data is read or written).
-  auto start_plan = [&]() -> pid_t {
+  // convert_model in a child process (its rusage its own): exit 0 when it succeeds with the plan
+  // of every tensor.
+  const auto start_convert = [&](const char* label, ConvertOptions options, const fs::path& output) -> pid_t {
     const pid_t pid = ::fork();
     if (pid != 0) return pid;
-    ConvertOptions options;
     options.threads = Threads{threads};
-    options.dry_run = true;
-    auto r = convert_model(hf, out / "plan.gguf", options);
-    if (!r) std::fprintf(stderr, "plan: %s\n", r.error().describe().c_str());
+    options.sync = false;
+    auto r = convert_model(hf, output, options);
+    if (!r) std::fprintf(stderr, "%s: %s\n", label, r.error().describe().c_str());
     std::fflush(nullptr);
     ::_exit(r && r->tensors.size() == shape.gguf_tensors() ? 0 : 1);
   };
-  const Timing plan = best_of(repeat, start_plan, [] {});
+
+  // The plan alone (dry run: no tensor data is read or written).
+  ConvertOptions dry_run;
+  dry_run.dry_run = true;
+  const Timing plan = best_of(repeat, [&] { return start_convert("plan", dry_run, out / "plan.gguf"); }, [] {});
   if (plan.failed) {
     std::fprintf(stderr, "bench_convert: the dry run failed\n");
     return 1;
@@ -472,18 +476,9 @@ int main(int argc, char** argv) {
   int status = 0;
   for (const Job& job : jobs) {
     const fs::path output = out / (std::string("model-") + job.label + ".gguf");
-    auto start = [&]() -> pid_t {
-      const pid_t pid = ::fork();
-      if (pid != 0) return pid;
-      ConvertOptions options;
-      options.out_type = job.type;
-      options.threads = Threads{threads};
-      options.sync = false;
-      auto r = convert_model(hf, output, options);
-      if (!r) std::fprintf(stderr, "%s: %s\n", job.label, r.error().describe().c_str());
-      std::fflush(nullptr);
-      ::_exit(r ? 0 : 1);
-    };
+    ConvertOptions options;
+    options.out_type = job.type;
+    auto start = [&] { return start_convert(job.label, options, output); };
     auto clean = [&] {
       std::error_code ec;
       fs::remove(output, ec);

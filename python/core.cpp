@@ -352,17 +352,13 @@ class Writer {
     };
     const TensorType type = tensor_type_of(type_id);
     check(builder_.add_tensor(name, type, ne, std::move(pending)), path_);
-    // The bytes the shape and type take, as the builder lays them out, against what the caller says.
-    uint64_t rows = 1;
-    for (size_t i = 1; i < ne.size(); ++i) rows *= static_cast<uint64_t>(ne[i]);
-    const uint64_t size = ne.empty() ? *row_size(type, 1) : *row_size(type, ne[0]) * rows;
+    // The bytes the builder lays out for this shape and type, against what the caller says (the
+    // Python writer drops this Writer on the error).
+    const uint64_t size = builder_.tensor_size(builder_.tensor_count() - 1);
     if (size != nbytes) {
-      builder_ = GgufBuilder();  // unusable now: the caller gets the error and the writer is abandoned
       throw py::value_error("tensor " + name + ": " + std::to_string(nbytes) + " bytes for a " + std::string(type_name(type)) +
                             " tensor of this shape, which takes " + std::to_string(size));
     }
-    sizes_.push_back(size);
-    names_.push_back(name);
   }
 
   void write_header() {
@@ -375,7 +371,7 @@ class Writer {
   // A file without tensors: the header padded to the alignment (gguf-py's write_tensors_to_file).
   void pad_header() {
     write_header();
-    if (!names_.empty() || padded_) return;
+    if (builder_.tensor_count() != 0 || padded_) return;
     WriteOptions padded = options_;
     padded.pad_header_without_tensors = true;
     const std::vector<std::byte> zeros(static_cast<size_t>(builder_.header_bytes(padded) - builder_.header_bytes(options_)));
@@ -386,12 +382,12 @@ class Writer {
   void write_tensor(const py::buffer& data) {
     const std::lock_guard<std::mutex> lock(mutex_);  // the GIL is released while writing
     write_header();
-    if (next_ >= names_.size()) throw py::value_error("more tensor data than tensor infos");
-    const uint64_t expected = sizes_[next_];
+    if (next_ >= builder_.tensor_count()) throw py::value_error("more tensor data than tensor infos");
+    const uint64_t expected = builder_.tensor_size(next_);
     const py::buffer_info in = data.request();
     const auto bytes = static_cast<uint64_t>(in.size) * static_cast<uint64_t>(in.itemsize);
     if (bytes != expected) {
-      throw py::value_error("tensor " + names_[next_] + ": " + std::to_string(bytes) + " bytes given, its info says " +
+      throw py::value_error("tensor " + std::string(builder_.tensor_name(next_)) + ": " + std::to_string(bytes) + " bytes given, its info says " +
                             std::to_string(expected));
     }
     const std::span<const std::byte> span(static_cast<const std::byte*>(in.ptr), bytes);
@@ -411,9 +407,10 @@ class Writer {
   void close(bool sync) {
     const std::lock_guard<std::mutex> lock(mutex_);
     write_header();
-    if (next_ != names_.size()) {
-      throw py::value_error("the data of " + std::to_string(names_.size() - next_) + " tensor(s) was not written (first: " +
-                            names_[next_] + "); nothing was written to " + path_);
+    if (next_ != builder_.tensor_count()) {
+      throw py::value_error("the data of " + std::to_string(builder_.tensor_count() - next_) +
+                            " tensor(s) was not written (first: " + std::string(builder_.tensor_name(next_)) +
+                            "); nothing was written to " + path_);
     }
     Expected<void> r;
     {
@@ -435,8 +432,6 @@ class Writer {
   GgufBuilder builder_;
   WriteOptions options_;
   std::unique_ptr<AtomicFile> file_;
-  std::vector<std::string> names_;
-  std::vector<uint64_t> sizes_;
   size_t next_ = 0;
   bool header_written_ = false;
   bool padded_ = false;

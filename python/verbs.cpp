@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "binding.h"
+#include "ggufkit/atomic_file.h"
 #include "ggufkit/check.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/convert.h"
@@ -559,14 +560,9 @@ py::dict merge_verb(const std::string& first, const std::string& output, bool dr
   Expected<SplitModel> opened = without_gil([&] { return SplitModel::open(first); });
   const SplitModel model = take(std::move(opened), first);
   if (!model.metadata_file().find(keys::kSplitCount)) raise_invalid("not a split model (it has no split.count)", first);
-  // Checked before anything else, the dry run included (write_merged refuses it too).
-  for (const auto& p : model.paths()) {
-    std::error_code ec;
-    if (std::filesystem::equivalent(p, output, ec)) {
-      raise_error(make_error(ErrorCode::output_is_input, std::nullopt, {}, "the output would replace an input shard"),
-                  output);
-    }
-  }
+  // The output policy's checks of a shard (or a directory) as the output, before anything else, the
+  // dry run included, as the CLI makes them (write_merged makes them again with `overwrite`).
+  check(AtomicFile::check(output, {.overwrite = true, .inputs = {model.paths().begin(), model.paths().end()}}), output);
   GgufBuilder builder = take(merge_builder(model), first);
   py::dict out;
   py::list shards;

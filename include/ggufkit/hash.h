@@ -5,9 +5,9 @@
 // gguf_hash.py ("ALGO  DIGEST  FILE:TENSOR"), read and written as they do.
 #pragma once
 
-#include <functional>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>

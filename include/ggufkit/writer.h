@@ -80,6 +80,9 @@ class GgufBuilder {
                             std::vector<std::byte>&& data);
 
   size_t tensor_count() const { return tensors_.size(); }
+  // Tensor `index` (in the order added): its name and its size in bytes, without padding.
+  std::string_view tensor_name(size_t index) const { return tensors_.at(index).name; }
+  uint64_t tensor_size(size_t index) const { return tensors_.at(index).size; }
   size_t metadata_count() const { return kvs_.size(); }
 
   // Size of everything before the data section, padding included.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -87,7 +88,7 @@ class GGUFWriter:
         self.kv_data: list[dict[str, GGUFValue]] = [{}]
         self.state = WriterState.NO_FILE
         self._writer: _core.Writer | None = None
-        self._pending: list[str] = []  # tensors whose data write_tensor_data has still to get
+        self._pending: deque[str] = deque()  # tensors whose data is still to be written, in order
         self._failed = False  # a write failed: the file was abandoned (close() says so)
         self.add_architecture()
 
@@ -135,7 +136,7 @@ class GGUFWriter:
             writer.abort()
             raise
         self._writer = writer
-        self._pending = list(self.tensors[0])
+        self._pending = deque(self.tensors[0])
         self.state = WriterState.TI_DATA
 
     def write_tensor_data(self, tensor: np.ndarray, tensor_endianess: GGUFEndian | None = None) -> None:
@@ -145,7 +146,7 @@ class GGUFWriter:
             raise ValueError("more tensor data than tensor infos")
         if (tensor_endianess or _host_endian()) != self.endianess:
             tensor = tensor.byteswap(inplace=False)
-        self._pending.pop(0)
+        self._pending.popleft()
         self._write(tensor)
         self.state = WriterState.WEIGHTS
 
@@ -161,7 +162,7 @@ class GGUFWriter:
                                  "write it with write_tensor_data)")
             self._write(ti.tensor)
             ti.tensor = None
-            self._pending.pop(0)
+            self._pending.popleft()
         self.state = WriterState.WEIGHTS
 
     def _write(self, tensor: np.ndarray) -> None:
