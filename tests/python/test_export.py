@@ -115,7 +115,7 @@ def test_refusals_write_nothing(tmp_path):
         ggufkit.export_to_gguf({"w": np.zeros(4, np.float32)}, path, quantize="q9_9")
     with pytest.raises(ggufkit.QuantError, match="w: IQ2_XXS needs an importance matrix"):
         ggufkit.export_to_gguf({"w": np.ones((2, 256), np.float32)}, path, quantize="iq2_xxs")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="^export_to_gguf takes a torch.nn.Module or a mapping of names to tensors$"):
         ggufkit.export_to_gguf([1, 2], path)
     assert os.listdir(tmp_path) == []
     # With the importance matrix it needs, IQ2_XXS is written.

@@ -87,7 +87,7 @@ def test_tensor_data_is_a_read_only_view_of_the_mapping(shared):
     for t in reader.tensors:
         assert np.shares_memory(t.data, reader.data)
         assert not t.data.flags.writeable
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="^assignment destination is read-only$"):
             t.data.reshape(-1)[0] = 0
     # The views keep the mapping alive after the reader is gone.
     data = reader.tensors[-1].data

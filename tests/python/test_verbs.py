@@ -243,7 +243,8 @@ def test_quantize_cancel_and_errors(tiny, tmp_path):
         verbs.quantize_model(tiny, out, "IQ2_XXS")
     assert e.value.code == "invalid_argument"
     assert out.read_bytes() == b"keep"
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^cancel must be a threading.Event \(anything with is_set\(\)\), a callable "
+                                        r"returning a bool, or None$"):
         verbs.quantize_model(tiny, out, "q8_0", cancel=42)
 
 
@@ -419,7 +420,7 @@ def test_edit_results_and_errors(model):
     assert r.changes[0]["after_type"] == "uint32"
     r = verbs.set(model, "tokenizer.ggml.bos_token_id", 100000, sync=False)  # allowed, reported
     assert [(f.severity, f.subject) for f in r.problems] == [("error", "tokenizer.ggml.bos_token_id")]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^test.b: a metadata value is a bool, int, float, str or a list of them, not bytes$"):
         verbs.set(model, "test.b", b"bytes")
 
 
@@ -530,5 +531,5 @@ def test_split_merge_cancel_and_errors(model, tmp_path):
             call()
         assert e.value.code == code, e.value
     assert leftovers(out) == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^give max_size or max_tensors, not both$"):
         verbs.split(model, out / "s", max_size=1000, max_tensors=2)
