@@ -22,6 +22,8 @@ case "$mode" in
            "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" -DGGUFKIT_SANITIZE=ON -DGGUFKIT_FUZZ=ON -DGGUFKIT_TESTS=ON) ;;
   *) echo "configure.sh: unknown mode '$mode' (release or sanitize)" >&2; exit 2 ;;
 esac
+# A compiler cache when one is installed (developers' machines; CI has none and builds from scratch).
+command -v ccache >/dev/null 2>&1 && args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 args+=("$@")
 
 stamp="$dir/.ggufkit-configured"
