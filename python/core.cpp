@@ -46,6 +46,17 @@ py::object text(std::string_view s, const char* errors) {
   return py::reinterpret_steal<py::object>(o);
 }
 
+std::string utf8(const py::handle& s) {
+  if (PyUnicode_Check(s.ptr())) {
+    const auto bytes = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(s.ptr(), "utf-8", "surrogateescape"));
+    if (!bytes) throw py::error_already_set();
+    return {PyBytes_AS_STRING(bytes.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(bytes.ptr()))};
+  }
+  if (PyByteArray_Check(s.ptr())) return {PyByteArray_AsString(s.ptr()), static_cast<size_t>(PyByteArray_Size(s.ptr()))};
+  if (PyBytes_Check(s.ptr())) return {PyBytes_AS_STRING(s.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(s.ptr()))};
+  throw py::cast_error("expected str or bytes, not " + std::string(py::str(py::type::of(s))));
+}
+
 namespace {
 
 void append_values(const ArrayView& a, py::list& out, bool flatten, const char* errors) {
@@ -257,10 +268,8 @@ MetadataValue typed_scalar(const py::handle& v) {
   }
 }
 
-std::string string_of(const py::handle& v) {
-  if (PyByteArray_Check(v.ptr())) return {PyByteArray_AsString(v.ptr()), static_cast<size_t>(PyByteArray_Size(v.ptr()))};
-  return v.cast<std::string>();  // str (as UTF-8) or bytes
-}
+// str (as UTF-8, surrogate-escaped bytes as they were read), bytes or bytearray.
+std::string string_of(const py::handle& v) { return utf8(v); }
 
 // gguf-py's GGUFValueType.get_type: str/bytes STRING, list ARRAY, float FLOAT32, bool BOOL, int INT32.
 ValueType python_value_type(const py::handle& v) {
@@ -288,27 +297,34 @@ MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<
     case ValueType::String: return MetadataValue::string(string_of(v));
     case ValueType::Array: break;
   }
-  const py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+  // The elements as owned references: a sequence's __getitem__ may make each element anew (range,
+  // array.array, numpy arrays), and a borrowed handle to it would outlive the object. A numpy array
+  // is taken as its tolist() (Python ints, floats, bools, str, bytes), as a list of them would be.
+  py::object source = py::reinterpret_borrow<py::object>(v);
+  if (py::isinstance<py::array>(source)) source = source.attr("tolist")();
+  if (!PySequence_Check(source.ptr())) throw py::value_error("Invalid GGUF metadata array, expecting sequence");
+  const auto items = py::reinterpret_steal<py::list>(PySequence_List(source.ptr()));
+  if (!items) throw py::error_already_set();
   if (!sub_type) {  // an array inside an array: typed by its elements, as gguf-py's writer types them
-    if (seq.size() == 0) throw py::value_error("Invalid GGUF metadata array. Empty array");
-    if (py::isinstance<py::bytes>(v) || py::isinstance<py::bytearray>(v)) {
+    if (items.empty()) throw py::value_error("Invalid GGUF metadata array. Empty array");
+    if (py::isinstance<py::bytes>(source)) {
       sub_type = ValueType::UInt8;
     } else {
-      sub_type = python_value_type(seq[0]);
-      for (const py::handle item : seq) {
+      sub_type = python_value_type(items[0]);
+      for (const py::handle item : items) {
         if (python_value_type(item) != *sub_type) throw py::value_error("All items in a GGUF array should be of the same type");
       }
     }
   }
   if (*sub_type == ValueType::String) {
     std::vector<std::string> strings;
-    strings.reserve(seq.size());
-    for (const py::handle item : seq) strings.push_back(string_of(item));
+    strings.reserve(items.size());
+    for (const py::handle item : items) strings.push_back(string_of(item));
     return MetadataValue::string_array(strings);
   }
   std::vector<MetadataValue> elements;
-  elements.reserve(seq.size());
-  for (const py::handle item : seq) elements.push_back(metadata_value(item, *sub_type, std::nullopt));
+  elements.reserve(items.size());
+  for (const py::handle item : items) elements.push_back(metadata_value(item, *sub_type, std::nullopt));
   return take(MetadataValue::array_of(*sub_type, elements));
 }
 
@@ -329,7 +345,8 @@ class Writer {
     options_.pad_header_without_tensors = false;
   }
 
-  void add_kv(const std::string& key, int type, const py::handle& value, std::optional<int> sub_type) {
+  void add_kv(const py::handle& key_text, int type, const py::handle& value, std::optional<int> sub_type) {
+    const std::string key = utf8(key_text);
     if (header_written_) throw py::value_error("the header is already written");
     std::optional<ValueType> sub;
     if (sub_type) sub = value_type_of_id(*sub_type);
@@ -345,7 +362,8 @@ class Writer {
     check(builder_.set(key, std::move(encoded)), path_);
   }
 
-  void add_tensor_info(const std::string& name, int type_id, const std::vector<int64_t>& ne, uint64_t nbytes) {
+  void add_tensor_info(const py::handle& name_text, int type_id, const std::vector<int64_t>& ne, uint64_t nbytes) {
+    const std::string name = utf8(name_text);
     if (header_written_) throw py::value_error("the header is already written");
     TensorProducer pending = [](uint64_t, std::span<std::byte>) -> Expected<void> {
       return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "tensor data not given");
