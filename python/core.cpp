@@ -120,16 +120,19 @@ class File {
 
   const GgufFile& file() const { return *file_; }
 
-  // (key, record offset, value offset in the header view, type id, value bytes) per key, in order.
-  py::list fields() const {
-    py::list out;
-    const auto header = file_->header_view();
-    for (const KeyValue& kv : file_->metadata()) {
-      const auto value_offset = static_cast<uint64_t>(kv.value.encoded().data() - header.data());
-      out.append(py::make_tuple(text(kv.key), kv.offset, value_offset, static_cast<uint32_t>(kv.value.type()),
-                                kv.value.encoded().size()));
-    }
-    return out;
+  // Key i (file order): (key, record offset, value offset in the header view, type id, value bytes).
+  // The reader makes its fields from these on access, one at a time.
+  size_t key_count() const { return file_->metadata().size(); }
+  py::tuple field(size_t i) const {
+    const KeyValue& kv = at(i);
+    const auto value_offset = static_cast<uint64_t>(kv.value.encoded().data() - file_->header_view().data());
+    return py::make_tuple(text(kv.key), kv.offset, value_offset, static_cast<uint32_t>(kv.value.type()), kv.value.encoded().size());
+  }
+  py::object key_name(size_t i) const { return text(at(i).key); }
+  // The index of the key `name` (the reader's sorted index), or -1.
+  int64_t find_key(const py::handle& name) const {
+    const KeyValue* kv = file_->find(utf8(name));
+    return kv == nullptr ? -1 : static_cast<int64_t>(kv - file_->metadata().data());
   }
 
   py::object value(size_t i) const { return value_to_python(at(i).value, true); }
@@ -165,15 +168,14 @@ class File {
     return value_to_python(*v, true);
   }
 
-  // (name, type id, dims as stored, offset in the data section, bytes, info record offset).
-  py::list tensors() const {
-    py::list out;
-    for (const TensorInfo& t : file_->tensors()) {
-      py::list dims;
-      for (const int64_t d : t.shape()) dims.append(d);
-      out.append(py::make_tuple(text(t.name), static_cast<uint32_t>(t.type), dims, t.offset, t.size, t.info_offset));
-    }
-    return out;
+  // Tensor i: (name, type id, dims as stored, offset in the data section, bytes, info record offset).
+  size_t tensor_count() const { return file_->tensors().size(); }
+  py::tuple tensor(size_t i) const {
+    if (i >= file_->tensors().size()) throw py::index_error("tensor index out of range");
+    const TensorInfo& t = file_->tensors()[i];
+    py::list dims;
+    for (const int64_t d : t.shape()) dims.append(d);
+    return py::make_tuple(text(t.name), static_cast<uint32_t>(t.type), dims, t.offset, t.size, t.info_offset);
   }
 
  private:
@@ -472,11 +474,15 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("header_size", [](const File& f) { return f.file().header_size(); })
       .def_property_readonly("file_size", [](const File& f) { return f.file().file_size(); })
       .def_property_readonly("has_tensor_data", [](const File& f) { return f.file().has_tensor_data(); })
-      .def("fields", &File::fields)
+      .def("key_count", &File::key_count)
+      .def("field", &File::field)
+      .def("key_name", &File::key_name)
+      .def("find_key", &File::find_key)
       .def("value", &File::value)
       .def("string_spans", &File::string_spans)
       .def("element", &File::element)
-      .def("tensors", &File::tensors)
+      .def("tensor_count", &File::tensor_count)
+      .def("tensor", &File::tensor)
       .def("bytes", [](py::object self) { return byte_array(self.cast<const File&>().file().bytes(), self); })
       .def("header", [](py::object self) { return byte_array(self.cast<const File&>().file().header_view(), self); });
 
