@@ -8,6 +8,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -17,6 +19,7 @@
 
 #include "ggufkit/atomic_file.h"
 #include "ggufkit/conventions.h"
+#include "ggufkit/mapped_file.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/split.h"
@@ -110,6 +113,16 @@ py::array byte_array(std::span<const std::byte> bytes, py::handle owner) {
   return a;
 }
 
+// After one of the module's own loops read `bytes`: GGUFError if some of them were in a mapped
+// file that shrank meanwhile (read as zeros: mapped_file.h, zero_fill_on_bus_error).
+void check_not_lost(std::span<const std::byte> bytes) {
+  if (lost_to_bus_error(bytes)) {
+    raise_error(make_error(ErrorCode::io_error, std::nullopt, {},
+                           "the data were in a mapped file that was truncated or became unreadable while it was "
+                           "read (bus error; read as zeros)"));
+  }
+}
+
 class File {
  public:
   File(const std::string& path, bool allow_metadata_only) : path_(path) {
@@ -129,6 +142,21 @@ class File {
     return py::make_tuple(text(kv.key), kv.offset, value_offset, static_cast<uint32_t>(kv.value.type()), kv.value.encoded().size());
   }
   py::object key_name(size_t i) const { return text(at(i).key); }
+
+  // Before a tensor's data are handed out: GGUFError (truncated) when the file no longer holds the
+  // bytes [offset, offset + length) (truncated since it was opened), or a read of them hit the end.
+  void check_data(uint64_t offset, uint64_t length, const py::handle& name) const {
+    struct stat st {};
+    const bool stat_ok = file_->fd() >= 0 && ::fstat(file_->fd(), &st) == 0;
+    const bool short_now = stat_ok && static_cast<uint64_t>(st.st_size) < offset + length;
+    const auto bytes = file_->bytes();
+    const bool lost = offset + length <= bytes.size() && lost_to_bus_error(bytes.subspan(offset, length));
+    if (!short_now && !lost) return;
+    const std::string size = stat_ok ? " (it is now " + std::to_string(st.st_size) + " bytes)" : std::string();
+    raise_error(make_error(ErrorCode::truncated, offset, utf8(name),
+                           "the file was truncated after it was opened" + size + ": the tensor's data are gone"),
+                path_);
+  }
   // The index of the key `name` (the reader's sorted index), or -1.
   int64_t find_key(const py::handle& name) const {
     const KeyValue* kv = file_->find(utf8(name));
@@ -213,6 +241,7 @@ py::array_t<float> dequantize_bytes(const py::buffer& data, int type_id, int thr
     r = dequantize(type, src, dst, threads_of(threads));
   }
   check(r);
+  check_not_lost(src);
   return out;
 }
 
@@ -243,6 +272,7 @@ py::array_t<uint8_t> quantize_floats(const py::array_t<float, py::array::c_style
     r = quantize(type, src, dst, n_per_row, weights, threads_of(threads));
   }
   check(r);
+  check_not_lost(std::as_bytes(src));
   return out;
 }
 
@@ -421,6 +451,7 @@ class Writer {
       }
     }
     check(r, path_);
+    check_not_lost(span);  // (close() would refuse to commit anyway)
     ++next_;
   }
 
@@ -463,6 +494,9 @@ class Writer {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ggufkit's C++ library (the ggufkit package is its Python face)";
+  // A file truncated while it is mapped reads as zeros, not SIGBUS; nothing is committed from the
+  // zeros and the module's loops raise GGUFError (docs/python.md, "Files that shrink").
+  zero_fill_on_bus_error();
   ggufkit::python::register_verbs(m);
 
   py::class_<File, std::shared_ptr<File>>(m, "File")
@@ -478,6 +512,7 @@ PYBIND11_MODULE(_core, m) {
       .def("field", &File::field)
       .def("key_name", &File::key_name)
       .def("find_key", &File::find_key)
+      .def("check_data", &File::check_data)
       .def("value", &File::value)
       .def("string_spans", &File::string_spans)
       .def("element", &File::element)

@@ -212,9 +212,10 @@ class ReaderTensor:
     ``field``."""
 
     __slots__ = ("name", "tensor_type", "shape", "n_elements", "n_bytes", "data_offset", "_data", "_field", "shard",
-                 "__weakref__")
+                 "_check", "__weakref__")
 
-    def __init__(self, name, tensor_type, shape, n_elements, n_bytes, data_offset, data, field, shard=0):
+    def __init__(self, name, tensor_type, shape, n_elements, n_bytes, data_offset, data, field, shard=0, *,
+                 _check=None):
         self.name = name
         self.tensor_type = tensor_type
         self.shape = shape
@@ -224,9 +225,12 @@ class ReaderTensor:
         self._data = data
         self._field = field
         self.shard = shard  # which file of a split model (GGUFReader(..., split=True)); data_offset is in it
+        self._check = _check  # raises GGUFError when the file no longer holds the data
 
     @property
     def data(self) -> np.ndarray:
+        if self._check is not None:
+            self._check()
         if callable(self._data):
             self._data = self._data()
         return self._data
@@ -528,7 +532,7 @@ def _make_tensor(file, data: np.ndarray, header: np.ndarray, data_start: int, bi
 
     return ReaderTensor(name=name, tensor_type=ggml_type, shape=np.array(dims, dtype=np.uint64),
                         n_elements=n_elements, n_bytes=n_bytes, data_offset=data_offset, data=view, field=field,
-                        shard=shard)
+                        shard=shard, _check=functools.partial(file.check_data, data_offset, n_bytes, name))
 
 
 __all__ = ["GGUFReader", "ReaderField", "ReaderTensor"]

@@ -3,6 +3,7 @@ lock (nothing applied, KeyboardInterrupt), and inputs truncated while they are r
 no temporary file left, the interpreter alive)."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -86,3 +87,71 @@ def test_cancel_while_waiting_for_the_edit_lock(locked):
         "cancelled", None, "", str(locked),
         f"{locked}: cancelled while waiting for another edit of the file to finish: nothing changed")
     assert locked.read_bytes() == before
+
+
+# ---- inputs truncated while they are read ------------------------------------------------------
+
+def run_json(code: str, *args) -> dict:
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)], capture_output=True, text=True,
+                       timeout=120)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    return json.loads(r.stdout)
+
+
+def test_quantize_model_of_an_input_truncated_while_read(tmp_path):
+    src, out_dir = tmp_path / "model.gguf", tmp_path / "out"
+    write_model(src)
+    out_dir.mkdir()
+    header = ggufkit.GGUFReader(src).data_offset
+    result = run_json("""
+        import json, os, sys
+        import ggufkit
+        src, out, header = sys.argv[1], sys.argv[2], int(sys.argv[3])
+        calls = []
+        def progress(done, total):  # the first tensor is written: the rest of the file goes
+            calls.append(done)
+            if done == 1:
+                os.truncate(src, header)
+        try:
+            ggufkit.quantize_model(src, out, "Q8_0", progress=progress, threads=2)
+            print(json.dumps({"raised": None}))
+        except ggufkit.GGUFError as e:
+            print(json.dumps({"raised": [e.code, e.offset, e.record, e.file, str(e)], "calls": calls}))
+    """, src, out_dir / "q8.gguf", header)
+    assert result["raised"] == ["io_error", None, "", str(src), f"{src}: the file was truncated or became unreadable "
+                                "while it was read (bus error); nothing was written"]
+    assert result["calls"][0] == 1
+    assert os.listdir(out_dir) == []  # no output, no temporary
+
+
+def test_tensor_data_of_a_file_truncated_while_open(tmp_path):
+    src = tmp_path / "model.gguf"
+    write_model(src)
+    result = run_json("""
+        import json, subprocess, sys
+        import numpy as np
+        import ggufkit
+        src = sys.argv[1]
+        r = ggufkit.GGUFReader(src)
+        t = r.tensors[3]
+        view = t.data  # a view of the mapping, taken before the file shrinks
+        subprocess.run(["truncate", "-s", str(r.data_offset), src], check=True)  # another process
+        out = {"offset": t.data_offset, "data_offset": r.data_offset}
+        try:
+            t.data
+        except ggufkit.GGUFError as e:
+            out["data"] = [e.code, e.offset, e.record, e.file, str(e)]
+        out["sum"] = float(view.sum())  # the held view reads zeros where the bytes are gone, no SIGBUS
+        try:
+            ggufkit.quantize(view, ggufkit.GGMLQuantizationType.Q8_0)
+        except ggufkit.GGUFError as e:
+            out["quantize"] = [e.code, e.offset, str(e)]
+        print(json.dumps(out))
+    """, src)
+    offset, size = result["offset"], result["data_offset"]
+    assert result["data"] == ["truncated", offset, "blk.3.weight", str(src),
+                              f"{src}: offset {offset}: 'blk.3.weight': the file was truncated after it was opened "
+                              f"(it is now {size} bytes): the tensor's data are gone"]
+    assert result["sum"] == 0.0
+    assert result["quantize"] == ["io_error", None, "the data were in a mapped file that was truncated or became "
+                                  "unreadable while it was read (bus error; read as zeros)"]
