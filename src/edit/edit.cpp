@@ -250,14 +250,43 @@ Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const
 
 }  // namespace
 
-Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return io_failure(path, "cannot open");
-    int r = 0;
+namespace {
+
+// flock(fd, LOCK_EX), or with `cancelled` a poll (LOCK_NB every 10 ms, `cancelled` asked in
+// between): 0, or -1 with errno (ECANCELED once `cancelled` returned true).
+int lock_exclusive(int fd, const std::function<bool()>& cancelled) {
+  int r = 0;
+  if (!cancelled) {
     do {
       r = ::flock(fd, LOCK_EX);
     } while (r != 0 && errno == EINTR);
+    return r;
+  }
+  while ((r = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
+    if (cancelled()) {
+      errno = ECANCELED;
+      return -1;
+    }
+    ::usleep(10000);
+  }
+  return r;
+}
+
+}  // namespace
+
+Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) { return acquire(path, {}); }
+
+Expected<EditLock> EditLock::acquire(const std::filesystem::path& path, const std::function<bool()>& cancelled) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return io_failure(path, "cannot open");
+    const int r = lock_exclusive(fd, cancelled);
+    if (r != 0 && errno == ECANCELED) {
+      ::close(fd);
+      return with_file(make_error(ErrorCode::cancelled, std::nullopt, {},
+                                  "cancelled while waiting for another edit of the file to finish: nothing changed"),
+                       path.string());
+    }
     if (r != 0) {
       const Error e = io_failure(path, "cannot lock");
       ::close(fd);
