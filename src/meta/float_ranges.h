@@ -1,6 +1,6 @@
 // The float hyperparameters llama.cpp asserts on or divides by, and the ranges they must lie in: a
-// table (data, one row per key), read by check's architecture and projector passes and by convert,
-// which refuses to write a value the check would report. Internal to the library.
+// table (data, one row per key), read by check's architecture and projector passes (and so by
+// convert, which refuses to write what check reports). Internal to the library.
 #pragma once
 
 #include <optional>
