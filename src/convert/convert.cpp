@@ -764,7 +764,8 @@ namespace {
 bool refused_by_convert(const Finding& f, bool tokenizer) {
   if (f.severity == Severity::info) return false;
   if (f.code == "arch.bad_hyperparameter" || f.code == "arch.implausible_hyperparameter" ||
-      f.code == "rope.bad_freq_base" || f.code == "rope.bad_scaling_factor") {
+      f.code == "rope.bad_freq_base" || f.code == "rope.bad_scaling_factor" || f.code == "rope.bad_value" ||
+      f.code == "rope.implausible_value") {
     return true;
   }
   return tokenizer && f.severity == Severity::error && f.code.starts_with("tokenizer.");

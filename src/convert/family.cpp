@@ -344,6 +344,7 @@ Expected<void> text_model_keys(const FamilyInput& in, KeyWriter& w) {
             if (!v) return std::move(v).error();
           }
           if (*v) w.f32(gguf, **v);
+          w.from_config(gguf, std::string("rope_scaling.") + hf);
         }
       }
     } else if (type == "su" || type == "longrope") {

@@ -32,7 +32,8 @@ constexpr FloatInterval kPositive{0, kInf, true, true};
 //   expert_weights_scale (llama-graph.cpp build_moe_ffn, skipped at 0 and 1): multipliers, 0 means
 //   "not applied".
 // - clip.vision.image_mean / image_std (mtmd-image.cpp normalize): (pixel - mean) / std.
-// The RoPE keys (freq_base, scaling factor) are the RoPE pass's (check/rope.cpp).
+// The RoPE keys are the RoPE pass's (check/rope.cpp): the base and the factor in its own code, the
+// others in kRopeRules.
 constexpr std::string_view kEpsilonMust =
     "llama.cpp aborts on a negative or NaN epsilon (GGML_ASSERT(eps >= 0.0f) in ggml's norm operations), and an "
     "infinite one turns every normalized activation into 0";
@@ -65,6 +66,28 @@ constexpr FloatRule kArchitectureRules[] = {
     {"residual_scale", kFinite, kMultiplierMust, kNonNegative, kMultiplierShould},
     {"attention.scale", kFinite, kMultiplierMust, kNonNegative, kMultiplierShould},
     {"expert_weights_scale", kFinite, kMultiplierMust, kNonNegative, kMultiplierShould},
+};
+
+// The RoPE pass's floats besides the base and the factor (check/rope.cpp checks those): yarn's
+// magnitude and correction parameters (ggml's rope: ext_factor mixes the extrapolated and
+// interpolated angles, attn_factor scales the result, beta_fast/beta_slow place the correction
+// range by dividing the context by them; llama-context.cpp takes a negative ext_factor as "not set").
+constexpr std::string_view kRopeMust = "ggml's RoPE computes every rotation angle from it: NaN or an infinity makes "
+                                       "every query and key NaN";
+constexpr std::string_view kRopeScaleShould =
+    "it multiplies the rotated queries and keys (1 when unscaled): 0 or a negative value is no scaling a model "
+    "was trained with";
+constexpr std::string_view kRopeBetaShould =
+    "a yarn beta is a positive number of rotations (32 and 1 by default): the context is divided by it";
+constexpr std::string_view kRopeAnyShould = "";
+
+constexpr FloatRule kRopeRules[] = {
+    {"rope.scaling.attn_factor", kFinite, kRopeMust, kPositive, kRopeScaleShould},
+    {"rope.scaling.yarn_attn_factor", kFinite, kRopeMust, kPositive, kRopeScaleShould},
+    {"rope.scaling.yarn_beta_fast", kFinite, kRopeMust, kPositive, kRopeBetaShould},
+    {"rope.scaling.yarn_beta_slow", kFinite, kRopeMust, kPositive, kRopeBetaShould},
+    {"rope.scaling.yarn_ext_factor", kFinite, kRopeMust, kFinite, kRopeAnyShould},
+    {"rope.scaling.yarn_log_multiplier", kFinite, kRopeMust, kFinite, kRopeAnyShould},
 };
 
 constexpr std::string_view kClipEpsilonMust =
@@ -104,6 +127,7 @@ std::string FloatInterval::text() const {
 
 std::span<const FloatRule> architecture_float_rules() { return kArchitectureRules; }
 std::span<const FloatRule> projector_float_rules() { return kProjectorRules; }
+std::span<const FloatRule> rope_float_rules() { return kRopeRules; }
 
 const FloatRule* find_float_rule(std::span<const FloatRule> rules, std::string_view prefix, std::string_view key) {
   if (key.size() <= prefix.size() + 1 || !key.starts_with(prefix) || key[prefix.size()] != '.') return nullptr;

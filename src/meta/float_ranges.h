@@ -34,6 +34,8 @@ struct FloatRule {
 
 // Keys "{arch}.<suffix>" (llama-model.cpp, llama-graph.cpp, src/models/*.cpp).
 std::span<const FloatRule> architecture_float_rules();
+// Keys "{arch}.rope.*" but the base and the factor (which check/rope.cpp checks in its own code).
+std::span<const FloatRule> rope_float_rules();
 // Keys "clip.<suffix>" (tools/mtmd/clip.cpp, mtmd-image.cpp); arrays are judged element by element.
 std::span<const FloatRule> projector_float_rules();
 

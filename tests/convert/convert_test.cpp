@@ -760,6 +760,11 @@ TEST(Convert, HyperparametersGgufCheckWouldReportAreRefused) {
       {{{"rms_norm_eps", 0}}, refusal("rms_norm_eps", "0", "warning arch.implausible_hyperparameter: '" + key + "' is 0, " + eps_warning + advice)},
       {{{"rms_norm_eps", 1e30}}, refusal("rms_norm_eps", "1e+30", "warning arch.implausible_hyperparameter: '" + key + "' is 1e+30, " + eps_warning + advice)},
       {{{"norm_eps", -1e-5}, {"rms_norm_eps", nullptr}}, refusal("norm_eps", "-1e-05", "error arch.bad_hyperparameter: '" + key + "' is -1e-05, " + eps_error + advice)},
+      {{{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64}, {"beta_fast", 0}}}},
+       "'config.json: rope_scaling.beta_fast': 0 would be written as llama.rope.scaling.yarn_beta_fast, and gguf check "
+       "finds: warning rope.implausible_value: 'llama.rope.scaling.yarn_beta_fast' is 0, outside (0, inf): a yarn beta "
+       "is a positive number of rotations (32 and 1 by default): the context is divided by it; set the model's "
+       "rope_scaling parameters"},
       {{{"rope_theta", -10000.0}},
        "'config.json: rope_theta': -10000 would be written as llama.rope.freq_base, and gguf check finds: error "
        "rope.bad_freq_base: llama.rope.freq_base is -10000; RoPE needs a positive base (10000 is the usual default, "
