@@ -43,6 +43,8 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/quant.h"
+#include "ggufkit/quantize.h"
+#include "ggufkit/reader.h"
 #include "ggufkit/safetensors.h"
 #include "ggufkit/tensor_types.h"
 #include "ggufkit/value.h"
@@ -125,6 +127,32 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
 // Writes a plan's GGUF to `output`, atomically.
 Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::path& output,
                                const ConvertOptions& options = {});
+// One pass to a quantization preset (`gguf convert --outtype Q4_K_M`): the file `gguf convert
+// --outtype INTERMEDIATE` then `gguf quantize` with the same QuantizeOptions would give, byte for
+// byte, written once: the converted tensors go straight into quantize's streaming pipeline, in
+// the intermediate type's exact values; nothing but the output touches the disk, and memory holds
+// a few steps of rows as convert and quantize do.
+struct ConvertQuantizedPlan {
+  ConvertPlan convert;            // the conversion to the intermediate type
+  TensorType intermediate = TensorType::F16;
+  // The intermediate file's header (metadata-only: no tensor data), which `quantize` plans on.
+  std::unique_ptr<const std::vector<std::byte>> header_bytes;
+  std::unique_ptr<const GgufFile> header;
+  QuantizePlan quantize;          // the output's tensors, in write order, pointing into `header`
+};
+// The intermediate type a user converts to before llama-quantize: the checkpoint's own float type,
+// that of its first weight matrix in the converter's order (bf16 for a BF16 checkpoint, f32 for an
+// F32 one, f16 for F16 and anything else), so that no value is rounded twice.
+TensorType convert_intermediate_type(const ConvertPlan& plan);
+// options.out_type is ignored: the intermediate is `intermediate`, or convert_intermediate_type.
+Expected<ConvertQuantizedPlan> plan_convert_quantized(const std::filesystem::path& model_dir, const ConvertOptions& options,
+                                                      const QuantizeOptions& quantize,
+                                                      std::optional<TensorType> intermediate = std::nullopt);
+// Writes it to `output`, atomically. `quantize` must be the options the plan was made with
+// (its importance matrix still alive); threads, cancel, sync, output and progress come from `options`.
+Expected<void> write_convert_quantized(const ConvertQuantizedPlan& plan, const std::filesystem::path& output,
+                                       const ConvertOptions& options, const QuantizeOptions& quantize);
+
 // Both.
 Expected<ConvertPlan> convert_model(const std::filesystem::path& model_dir, const std::filesystem::path& output,
                                     const ConvertOptions& options = {});

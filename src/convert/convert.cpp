@@ -28,6 +28,7 @@
 #include "ggufkit/quantize.h"
 #include "ggufkit/writer.h"
 #include "quant/thread_pool.h"
+#include "quantize/streamed.h"
 #include "format/fp16.h"
 
 namespace ggufkit {
@@ -724,6 +725,13 @@ void release_pages(std::span<const std::byte> data) {
   if (to > from) (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
 }
 
+// After a tensor is written, its checkpoint pages leave the process.
+void release_source_pages(const ConvertTensorPlan& t) {
+  if (t.source != nullptr) release_pages(t.source->data);
+  if (t.scales != nullptr) release_pages(t.scales->data);
+  for (const SafetensorsTensor* expert : t.expert_sources) release_pages(expert->data);
+}
+
 }  // namespace
 
 std::string_view convert_transform_name(ConvertTransform transform) {
@@ -771,9 +779,8 @@ bool refused_by_convert(const Finding& f, bool tokenizer) {
   return tokenizer && f.severity == Severity::error && f.code.starts_with("tokenizer.");
 }
 
-Expected<void> check_planned_metadata(const ConvertPlan& plan, const std::map<std::string, std::string>& sources,
-                                      bool tokenizer) {
-  GgufBuilder header;
+// The header of the file a plan writes (padded; no tensor data).
+Expected<void> planned_header(const ConvertPlan& plan, GgufBuilder& header, MemorySink& bytes) {
   for (const auto& [key, value] : plan.metadata) {
     if (auto r = header.set(key, value); !r) return r;
   }
@@ -781,8 +788,14 @@ Expected<void> check_planned_metadata(const ConvertPlan& plan, const std::map<st
   for (const ConvertTensorPlan& t : plan.tensors) {
     if (auto r = header.add_tensor(t.gguf_name, t.type, t.shape, none); !r) return r;
   }
+  return header.write_header(bytes);
+}
+
+Expected<void> check_planned_metadata(const ConvertPlan& plan, const std::map<std::string, std::string>& sources,
+                                      bool tokenizer) {
+  GgufBuilder header;
   MemorySink bytes;
-  if (auto r = header.write_header(bytes); !r) return r;
+  if (auto r = planned_header(plan, header, bytes); !r) return r;
   for (const Finding& f : check_bytes(bytes.data).findings) {
     if (!refused_by_convert(f, tokenizer)) continue;
     const std::string found = fmt::format("{} {}: {}", severity_name(f.severity), f.code, f.message);
@@ -871,10 +884,7 @@ Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::p
   write_options.cancel = options.cancel;
   write_options.output.inputs.insert(write_options.output.inputs.end(), plan.inputs.begin(), plan.inputs.end());
   write_options.progress = [&](size_t done, size_t all) {
-    const ConvertTensorPlan& t = plan.tensors[done - 1];
-    if (t.source != nullptr) release_pages(t.source->data);
-    if (t.scales != nullptr) release_pages(t.scales->data);
-    for (const SafetensorsTensor* expert : t.expert_sources) release_pages(expert->data);
+    release_source_pages(plan.tensors[done - 1]);
     if (options.progress) options.progress(done, all);
   };
   write_options.tensor_progress = options.tensor_progress;
@@ -887,6 +897,77 @@ Expected<ConvertPlan> convert_model(const std::filesystem::path& model_dir, cons
   if (!plan || options.dry_run) return plan;
   if (auto r = write_converted(*plan, output, options); !r) return std::move(r).error();
   return plan;
+}
+
+}  // namespace ggufkit
+
+namespace ggufkit {
+
+TensorType convert_intermediate_type(const ConvertPlan& plan) {
+  for (const ConvertTensorPlan& t : plan.tensors) {
+    if (t.source == nullptr || t.shape.size() < 2 || t.type == TensorType::F32) continue;  // norms, generated
+    switch (t.source->dtype) {
+      case SafetensorsDtype::BF16: return TensorType::BF16;
+      case SafetensorsDtype::F32: return TensorType::F32;
+      default: return TensorType::F16;
+    }
+  }
+  return TensorType::F16;
+}
+
+Expected<ConvertQuantizedPlan> plan_convert_quantized(const std::filesystem::path& model_dir, const ConvertOptions& options,
+                                                      const QuantizeOptions& quantize,
+                                                      std::optional<TensorType> intermediate) {
+  if (quantize.keep_split) {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "a conversion has no shards to keep (keep_split)");
+  }
+  ConvertOptions first = options;
+  first.out_type = intermediate.value_or(TensorType::F16);
+  if (first.out_type != TensorType::F16 && first.out_type != TensorType::BF16 && first.out_type != TensorType::F32) {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {},
+                      fmt::format("the intermediate type must be f32, f16 or bf16, not {}", type_name(first.out_type)));
+  }
+  auto convert = plan_convert(model_dir, first);
+  if (!convert) return std::move(convert).error();
+  if (const TensorType chosen = convert_intermediate_type(*convert); !intermediate && chosen != first.out_type) {
+    first.out_type = chosen;  // planned again: general.file_type and the tensors' types follow it
+    convert = plan_convert(model_dir, first);
+    if (!convert) return std::move(convert).error();
+  }
+  ConvertQuantizedPlan plan;
+  plan.intermediate = first.out_type;
+  GgufBuilder builder;
+  MemorySink bytes;
+  if (auto r = planned_header(*convert, builder, bytes); !r) return std::move(r).error();
+  plan.header_bytes = std::make_unique<const std::vector<std::byte>>(std::move(bytes.data));
+  auto header = GgufFile::parse(*plan.header_bytes, {.allow_metadata_only = true});
+  if (!header) return std::move(header).error();
+  plan.header = std::make_unique<const GgufFile>(std::move(*header));
+  auto quantized = plan_quantize(*plan.header, quantize);
+  if (!quantized) return std::move(quantized).error();
+  plan.quantize = std::move(*quantized);
+  plan.convert = std::move(*convert);
+  return plan;
+}
+
+Expected<void> write_convert_quantized(const ConvertQuantizedPlan& plan, const std::filesystem::path& output,
+                                       const ConvertOptions& options, const QuantizeOptions& quantize) {
+  // Two streams: the writer's thread asks for the tensors copied as they are, the quantizer's
+  // driver thread for the rows it quantizes; each keeps its own step of converted rows.
+  TensorStream copied(plan.convert, options), fetched(plan.convert, options);
+  quantize_detail::StreamedInput input;
+  input.header = plan.header.get();
+  input.copy = [&copied](size_t index, uint64_t offset, std::span<std::byte> out) { return copied.read(index, offset, out); };
+  input.fetch = [&fetched](size_t index, uint64_t offset, std::span<std::byte> out) { return fetched.read(index, offset, out); };
+  QuantizeOptions run = quantize;
+  static_cast<RunOptions&>(run) = options;  // threads, cancel, progress, sync, output
+  const std::span<const TensorInfo> infos = plan.header->tensors();
+  run.progress = [&](size_t done, size_t all) {
+    const auto index = static_cast<size_t>(plan.quantize.tensors[done - 1].tensor - infos.data());
+    release_source_pages(plan.convert.tensors[index]);
+    if (options.progress) options.progress(done, all);
+  };
+  return quantize_detail::write_quantized_streamed(input, plan.quantize, output, run, plan.convert.inputs);
 }
 
 }  // namespace ggufkit

@@ -28,6 +28,7 @@
 #include "ggufkit/quantize.h"
 #include "ggufkit/writer.h"
 #include "quant/thread_pool.h"
+#include "quantize/streamed.h"
 #include "quantize/tensor_dims.h"
 
 namespace ggufkit {
@@ -50,6 +51,11 @@ struct Conversion {
   // Importance weights: n_per_row per expert, each expert rows_per_expert rows (ne[1]); or empty.
   std::span<const float> importance;
   int64_t rows_per_expert = 1;
+  // A source not in memory (convert_quantized: converted on demand): each step's rows are fetched
+  // into a buffer first; `rows` is then the tensor's row count and `source` the fetched rows, the
+  // first of them row `source_row0`.
+  quantize_detail::TensorBytes fetch;
+  int64_t rows = 0, source_row0 = 0;
 };
 
 // The importance weights of row `row`, and how many rows from it share them (to its expert's end).
@@ -69,7 +75,7 @@ Expected<void> convert_some_rows(const Conversion& c, int64_t first, int64_t row
   const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / c.n_per_row);
   for (int64_t done = 0; done < rows; done += rows_per_task) {
     const auto n = static_cast<size_t>(std::min(rows_per_task, rows - done));
-    auto src = c.source.subspan(static_cast<size_t>(first + done) * c.src_row, n * c.src_row);
+    auto src = c.source.subspan(static_cast<size_t>(first + done - c.source_row0) * c.src_row, n * c.src_row);
     const auto dst = out.subspan(static_cast<size_t>(done) * c.dst_row, n * c.dst_row);
     if (c.swap) {
       thread_local std::vector<std::byte> native;  // the rows in the host's order
@@ -150,7 +156,7 @@ class ConversionStream {
       conversions_.push_back(c);
       return conversions_.size() - 1;
     }
-    const int64_t rows = static_cast<int64_t>(c.source.size() / c.src_row);
+    const int64_t rows = c.fetch ? c.rows : static_cast<int64_t>(c.source.size() / c.src_row);
     const int64_t rows_per_step = std::max<int64_t>(1, kValuesPerStep / c.n_per_row);
     for (int64_t first = 0; first < rows; first += rows_per_step) {
       steps_.push_back({conversions_.size(), first, std::min(rows_per_step, rows - first)});
@@ -208,6 +214,7 @@ class ConversionStream {
   // when the input is not in the page cache yet; a hint, so failures do not matter).
   void prefetch(const Step& step) const {
     const Conversion& c = conversions_[step.conversion];
+    if (c.fetch) return;
     const auto* begin = c.source.data() + static_cast<size_t>(step.first_row) * c.src_row;
     static const auto page = static_cast<uintptr_t>(std::max(1L, ::sysconf(_SC_PAGESIZE)));
     const uintptr_t from = reinterpret_cast<uintptr_t>(begin) / page * page;
@@ -221,7 +228,13 @@ class ConversionStream {
     const Step& step = steps_[s];
     const Conversion& c = conversions_[step.conversion];
     const std::span<std::byte> buffer(slots_[s % kSlots].get(), static_cast<size_t>(step.rows) * c.dst_row);
-    return convert_rows(c, step.first_row, step.rows, buffer, threads_);
+    if (!c.fetch) return convert_rows(c, step.first_row, step.rows, buffer, threads_);
+    fetched_.resize(static_cast<size_t>(step.rows) * c.src_row);
+    if (auto r = c.fetch(static_cast<uint64_t>(step.first_row) * c.src_row, fetched_); !r) return r;
+    Conversion rows = c;
+    rows.source = fetched_;
+    rows.source_row0 = step.first_row;
+    return convert_rows(rows, step.first_row, step.rows, buffer, threads_);
   }
 
   // Waits until step s is converted (converting it here when there is no driver).
@@ -266,6 +279,7 @@ class ConversionStream {
   std::vector<Step> steps_;
   std::array<std::unique_ptr<std::byte[]>, kSlots> slots_;  // each holds the largest step's output
   uint64_t slot_bytes_ = 0;
+  std::vector<std::byte> fetched_;  // a fetched step's source rows (one step converts at a time)
   std::mutex mutex_;
   std::condition_variable changed_;
   size_t produced_ = 0;  // steps converted
@@ -329,8 +343,10 @@ Expected<void> add_output_metadata(GgufBuilder& b, const GgufFile& input, const 
 
 // Writes output shard `shard` (the plan's tensors of that shard, in plan order) to `out`.
 // `tensors_before`: the plan's tensors in earlier shards, for the progress count.
+// `streamed`: the tensors' bytes come from it, not from `input` (a metadata-only header).
 Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan, uint32_t shard, ByteSink& out,
-                                 const QuantizeOptions& options, size_t tensors_before) {
+                                 const QuantizeOptions& options, size_t tensors_before,
+                                 const quantize_detail::StreamedInput* streamed) {
   GgufBuilder b;
   if (auto r = add_output_metadata(b, input, plan, shard, options); !r) return r;
   // The builder's producers point into the stream; its destructor joins the driver thread.
@@ -338,6 +354,14 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
   for (const TensorPlan& p : plan.tensors) {
     if (p.shard != shard) continue;
     const TensorInfo& t = *p.tensor;
+    const auto index_in_input = static_cast<size_t>(p.tensor - input.tensors().data());
+    if (!p.convert && streamed != nullptr) {
+      auto producer = [streamed, index_in_input](uint64_t offset, std::span<std::byte> chunk) {
+        return streamed->copy(index_in_input, offset, chunk);
+      };
+      if (auto r = b.add_tensor(t.name, t.type, quantize_detail::written_shape(t), TensorProducer(producer)); !r) return r;
+      continue;
+    }
     if (!p.convert) {
       if (auto r = b.add_tensor(t.name, t.type, quantize_detail::written_shape(t), p.data); !r) return r;
       continue;
@@ -364,7 +388,13 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
     }
     const int64_t n_per_row = t.ne[0];
     Conversion c{p.data, t.type, p.target, n_per_row, *row_size(t.type, n_per_row), *row_size(p.target, n_per_row),
-                 swap, p.importance, std::max<int64_t>(1, t.ne[1])};
+                 swap, p.importance, std::max<int64_t>(1, t.ne[1]), {}, 0, 0};
+    if (streamed != nullptr) {
+      c.fetch = [streamed, index_in_input](uint64_t offset, std::span<std::byte> chunk) {
+        return streamed->fetch(index_in_input, offset, chunk);
+      };
+      c.rows = n_per_row == 0 ? 0 : t.n_elements() / n_per_row;
+    }
     const size_t index = stream.add(c);
     ConversionStream* s = &stream;
     auto producer = [s, index](uint64_t offset, std::span<std::byte> chunk) { return s->read(index, offset, chunk); };
@@ -397,7 +427,8 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
 // `inputs`: the files of the model, which no output may replace.
 Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePlan>& plan,
                                const std::filesystem::path& output, const QuantizeOptions& caller_options,
-                               std::span<const std::filesystem::path> inputs) {
+                               std::span<const std::filesystem::path> inputs,
+                               const quantize_detail::StreamedInput* streamed = nullptr) {
   if (!plan) return plan.error();
   QuantizeOptions options = caller_options;
   options.output.inputs.insert(options.output.inputs.end(), inputs.begin(), inputs.end());
@@ -413,7 +444,7 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
   for (uint32_t shard = 0; shard < plan->shard_count; ++shard) {
     auto file = AtomicFile::create(paths[shard], options.output);
     if (!file) return std::move(file).error();
-    if (auto r = write_output_file(input, *plan, shard, **file, options, tensors_before); !r) return r;
+    if (auto r = write_output_file(input, *plan, shard, **file, options, tensors_before, streamed); !r) return r;
     files.push_back(std::move(file).value());
     tensors_before += static_cast<size_t>(
         std::ranges::count_if(plan->tensors, [&](const TensorPlan& p) { return p.shard == shard; }));
@@ -430,6 +461,16 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
 }
 
 }  // namespace
+
+Expected<void> quantize_detail::write_quantized_streamed(const StreamedInput& input, const QuantizePlan& plan,
+                                                         const std::filesystem::path& output,
+                                                         const QuantizeOptions& options,
+                                                         std::span<const std::filesystem::path> inputs) {
+  if (options.keep_split) {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "keep_split needs a split input");
+  }
+  return write_quantized(*input.header, plan, output, options, inputs, &input);
+}
 
 std::vector<std::filesystem::path> quantize_output_paths(const QuantizePlan& plan, const std::filesystem::path& output,
                                                          const QuantizeOptions& options) {

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -18,6 +17,7 @@
 #include "ggufkit/imatrix.h"
 #include "ggufkit/quantize.h"
 #include "output.h"
+#include "quantize_flags.h"
 
 namespace gguf_cli {
 namespace {
@@ -29,13 +29,9 @@ struct QuantizeArgs {
   bool pure = false;
   bool dry_run = false;
   bool quiet = false;
-  bool leave_output_tensor = false;
   bool allow_requantize = false;
   bool keep_split = false;
-  std::string output_tensor_type, token_embedding_type, imatrix;
-  // --tensor-type PATTERN=TYPE and --tensor-type-file FILE in command-line order (file: true).
-  std::vector<std::pair<bool, std::string>> tensor_type_sources;
-  std::vector<std::string> override_kv, include_weights, exclude_weights;
+  std::shared_ptr<QuantizeFlags> flags = std::make_shared<QuantizeFlags>();
   unsigned threads = 0;
 };
 
@@ -51,86 +47,13 @@ void print_sizes(std::FILE* to, const ggufkit::QuantizeSizes& s) {
              s.converted + s.copied, s.copied);
 }
 
-// --output-tensor-type and --token-embedding-type: any tensor type name, in any case.
-bool parse_type_option(const char* flag, const std::string& text, std::optional<ggufkit::TensorType>& out) {
-  if (text.empty()) return true;
-  out = ggufkit::parse_tensor_type(text);
-  if (!out) {
-    fmt::print(stderr, "gguf: {} '{}' is not a tensor type{}\n", flag, text,
-               suggestion_or(ggufkit::nearest_name(text, tensor_type_names(), {.fold = true}), " (q8_0, q6_K, f16...)"));
-  }
-  return out.has_value();
-}
-
-// The overrides in llama-quantize's order: the --tensor-type options and the PATTERN=TYPE words of
-// each --tensor-type-file (separated by white space) where the options stand.
-bool collect_tensor_types(const QuantizeArgs& args, std::vector<ggufkit::TensorTypeOverride>& out) {
-  std::vector<std::string> words;
-  for (const auto& [is_file, text] : args.tensor_type_sources) {
-    if (!is_file) {
-      words.push_back(text);
-      continue;
-    }
-    std::ifstream in(text);
-    if (!in) {
-      fmt::print(stderr, "gguf: --tensor-type-file: cannot open {}\n", text);
-      return false;
-    }
-    for (std::string word; in >> word;) words.push_back(word);
-  }
-  for (const auto& word : words) {
-    auto o = ggufkit::parse_tensor_type_override(word);
-    if (!o) {
-      fmt::print(stderr, "gguf: --tensor-type: {}\n", o.error().message);
-      return false;
-    }
-    out.push_back(std::move(*o));
-  }
-  return true;
-}
-
 int run_quantize(const QuantizeArgs& args) {
   ggufkit::QuantizeOptions options;
-  if (!parse_type_option("--output-tensor-type", args.output_tensor_type, options.output_tensor_type) ||
-      !parse_type_option("--token-embedding-type", args.token_embedding_type, options.token_embedding_type) ||
-      !collect_tensor_types(args, options.tensor_types)) {
-    return kUsageOrIoError;
-  }
-  for (const auto& text : args.override_kv) {
-    auto o = ggufkit::parse_metadata_override(text);
-    if (!o) {
-      fmt::print(stderr, "gguf: {}\n", o.error().message);
-      return kUsageOrIoError;
-    }
-    options.metadata_overrides.push_back(std::move(*o));
-  }
-  options.quantize_output_tensor = !args.leave_output_tensor;
+  ggufkit::ImportanceMatrix importance;
+  if (!apply_quantize_flags(*args.flags, options, importance, "quantize")) return kUsageOrIoError;
   options.allow_requantize = args.allow_requantize;
   options.keep_split = args.keep_split;
   options.dry_run = args.dry_run;
-  // --imatrix, narrowed by --include-weights or --exclude-weights (llama-quantize: not both).
-  ggufkit::ImportanceMatrix importance;
-  if (!args.include_weights.empty() && !args.exclude_weights.empty()) {
-    fmt::print(stderr, "gguf: --include-weights and --exclude-weights cannot be used together\n");
-    return kUsageOrIoError;
-  }
-  if ((!args.include_weights.empty() || !args.exclude_weights.empty()) && args.imatrix.empty()) {
-    fmt::print(stderr, "gguf: --include-weights and --exclude-weights select entries of --imatrix, which is missing\n");
-    return kUsageOrIoError;
-  }
-  if (!args.imatrix.empty()) {
-    auto loaded = ggufkit::load_importance_matrix(args.imatrix);
-    if (!loaded) {
-      report_error(args.imatrix, loaded.error());
-      return kUsageOrIoError;
-    }
-    importance = std::move(*loaded);
-    ggufkit::exclude_importance_entries(importance, args.exclude_weights);
-    if (!args.include_weights.empty()) ggufkit::include_importance_entries(importance, args.include_weights);
-    if (importance.entries.empty()) fmt::print(stderr, "gguf: quantize: no importance matrix entries left: quantizing without one\n");
-    options.importance = &importance;
-    options.importance_file = args.imatrix;
-  }
   // TYPE as llama-quantize reads it: Q4_K_M, 15, q4_K, COPY (set_quantize_target).
   if (!ggufkit::set_quantize_target(args.type, options)) {
     fmt::print(stderr, "gguf: '{}' is not a quantization type{}\n", args.type,
@@ -227,35 +150,7 @@ Runner register_quantize(CLI::App& app) {
                 "Print each tensor's type and size, and the model's size before and after; write nothing");
   add_progress_flags(*cmd, &args->quiet);
   cmd->add_option("--threads", args->threads, "Threads (default: one per core)");
-  cmd->add_option("--output-tensor-type", args->output_tensor_type,
-                  "Type of output.weight (and of token_embd when it doubles as the output)")
-      ->type_name("TYPE");
-  cmd->add_option("--token-embedding-type", args->token_embedding_type, "Type of token_embd.weight")->type_name("TYPE");
-  cmd->add_flag("--leave-output-tensor", args->leave_output_tensor, "Copy output.weight as it is");
-  // Called as each option is parsed, so that the two keep their command-line order.
-  cmd->add_option_function<std::string>(
-         "--tensor-type", [args](const std::string& v) { args->tensor_type_sources.emplace_back(false, v); },
-         "REGEX=TYPE: tensors whose name contains a match get TYPE (repeatable; the first match wins; "
-         "only with a quantized TYPE, as llama-quantize)")
-      ->trigger_on_parse()
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  cmd->add_option_function<std::string>(
-         "--tensor-type-file", [args](const std::string& v) { args->tensor_type_sources.emplace_back(true, v); },
-         "A file of REGEX=TYPE words separated by spaces or newlines (repeatable)")
-      ->trigger_on_parse()
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  cmd->add_option("--override-kv", args->override_kv,
-                  "KEY=TYPE:VALUE (TYPE int, float, bool or str): set a metadata key in the output (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_option("--imatrix", args->imatrix,
-                  "Importance matrix from llama-imatrix (GGUF or legacy .dat): better low-bit quantization; "
-                  "required by IQ1_*, IQ2_* and IQ3_XXS tensors");
-  cmd->add_option("--include-weights", args->include_weights,
-                  "Use the importance matrix only for tensors whose name contains this (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_option("--exclude-weights", args->exclude_weights,
-                  "Do not use the importance matrix for tensors whose name contains this (repeatable)")
-      ->allow_extra_args(false);
+  add_quantize_flags(*cmd, args->flags);
   cmd->add_flag("--keep-split", args->keep_split,
                 "Write one output shard per input shard (OUTPUT-00001-of-0000N.gguf), as llama-quantize --keep-split");
   cmd->add_flag("--allow-requantize", args->allow_requantize,
