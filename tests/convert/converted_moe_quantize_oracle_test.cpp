@@ -2,7 +2,8 @@
 // llama-quant.cpp's n_expert == 8 rules) and a tiny Qwen2-MoE (a shared expert and its one-row
 // gate) are converted to F16, then quantized by `gguf quantize` and by llama.cpp's own
 // llama_model_quantize (the oracle's libllama) for MXFP4_MOE, Q4_K_M and Q8_0: the files must be the
-// same bytes. (tests/quant's QuantizeConvertedMoe sweeps more presets on 256-wide models laid out as
+// same bytes; and `gguf convert --outtype PRESET --intermediate f16`, the one pass, must give them
+// too. (tests/quant's QuantizeConvertedMoe sweeps more presets on 256-wide models laid out as
 // the converter writes them; this one takes the converter's own output.)
 #include <gtest/gtest.h>
 
@@ -52,6 +53,14 @@ TEST_P(ConvertedMoeQuantize, SameBytesAsLlamaQuantize) {
     ASSERT_TRUE(oracle->quantize(converted.string(), theirs.string(), *parse_file_type(preset), false, 2));
     EXPECT_EQ(first_difference(ours.string(), theirs.string()), "");
     EXPECT_TRUE(read_bytes(ours) == read_bytes(theirs)) << "the files differ outside the tensors";
+    // The one pass (issue 32) from the same checkpoint, through the same f16 intermediate.
+    const fs::path direct = dir_ / (std::string("one-pass-") + preset + ".gguf");
+    const CommandResult one_pass = run_gguf({"convert", checkpoint.string(), direct.string(), "--outtype", preset,
+                                             "--intermediate", "f16", "--quiet"});
+    ASSERT_EQ(one_pass.exit_code, 0) << one_pass.out << one_pass.err;
+    EXPECT_EQ(one_pass.out, direct.string() + "\n");
+    EXPECT_EQ(one_pass.err, "");
+    EXPECT_TRUE(read_bytes(direct) == read_bytes(theirs)) << "gguf convert --outtype " << preset << " is not llama_model_quantize's file";
   }
 }
 
