@@ -209,6 +209,7 @@ TEST_F(ConvertPreset, DryRunShowsTheFinalTypes) {
   EXPECT_EQ(json.err, "");
   EXPECT_FALSE(fs::exists(output));
   const auto plan = nlohmann::json::parse(json.out);
+  EXPECT_EQ(plan["intermediate"], "f16");
   EXPECT_EQ(plan["file_type"], *expected->get("general.file_type")->as_uint());
   EXPECT_EQ(plan["tensor_bytes"], expected->file_size() - expected->data_offset());
   ASSERT_EQ(plan["tensors"].size(), expected->tensors().size());

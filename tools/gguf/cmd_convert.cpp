@@ -47,7 +47,7 @@ std::optional<ggufkit::TensorType> converter_out_type(const ConvertArgs& args) {
 
 std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("{{{}}}", fmt::join(shape, ", ")); }
 
-int print_plan_json(const ggufkit::ConvertPlan& plan) {
+int print_plan_json(const ggufkit::ConvertPlan& plan, std::optional<ggufkit::TensorType> intermediate = std::nullopt) {
   std::string out;
   ggufkit::json::Writer w(out);
   w.begin_object()
@@ -56,6 +56,7 @@ int print_plan_json(const ggufkit::ConvertPlan& plan) {
       .member("file_type", plan.file_type)
       .member("parameter_count", plan.parameter_count)
       .member("tensor_bytes", plan.tensor_bytes);
+  if (intermediate) w.member("intermediate", ggufkit::type_name(*intermediate));
   w.key("metadata_keys").begin_array();
   for (const auto& [key, value] : plan.metadata) w.value(key);
   w.end_array().key("tensors").begin_array();
@@ -132,7 +133,7 @@ int run_convert_quantized(const ConvertArgs& args, const ggufkit::ConvertOptions
   if (!outputs_allowed({args.output}, {.overwrite = args.force, .inputs = plan->convert.inputs})) return kUsageOrIoError;
   if (args.dry_run) {
     const ggufkit::ConvertPlan shown = final_plan(*plan);
-    if (args.json) return print_plan_json(shown);
+    if (args.json) return print_plan_json(shown, plan->intermediate);
     print_plan(shown, plan->intermediate);
     return kOk;
   }
