@@ -21,11 +21,16 @@
 //   f16     convert to F16   (from BF16: one conversion per value)
 //   bf16    convert to BF16  (from BF16: the same type, nearly a copy)
 //   q8_0    convert to Q8_0  (quantized, one block of 32 at a time)
+//   PRESET (--preset, Q4_K_M by default; none: skipped), twice (issue 32's one pass):
+//     2-step   convert to the intermediate (the checkpoint's type: bf16 or f16), then quantize_model
+//              of that file to PRESET, in one process (what a user runs); disk = both files at once
+//     1-pass   plan_convert_quantized + write_convert_quantized: the same bytes, no intermediate file
 // Nothing flushes to the disk (cp does not; ConvertOptions::sync is false), and the outputs go to the
 // same directory (same file system) as cp's copies. The page cache cannot be dropped without root:
 // the input is read once before the runs, each job runs once to warm up, then the best of --repeat R
 // runs is reported. Outputs are removed and dirty pages written back (sync) before every run.
 //   bench_convert [--gib N] [--experts N] [--dtype bf16|f16] [--shard-gib N] [--threads N] [--repeat R] [--dir D] [--keep]
+//                 [--preset NAME|none]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -46,6 +51,7 @@
 
 #include "bench_support.h"
 #include "ggufkit/convert.h"
+#include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
 
 extern char** environ;
@@ -326,6 +332,85 @@ Timing best_of(int repeat, const Start& start, const Clean& clean) {
   return best;
 }
 
+// The preset conversion two ways (see the header): a child process each, output checked to be the
+// same bytes both ways. Prints a line per way and the ratio; false when one fails or they differ.
+bool run_preset_jobs(const std::string& preset, const fs::path& hf, const fs::path& out, uint64_t input_bytes,
+                     unsigned threads, int repeat, const Timing& plan, const Timing& cp, size_t tensors, bool bf16) {
+  QuantizeOptions quantize;
+  if (!set_quantize_target(preset, quantize)) {
+    std::fprintf(stderr, "bench_convert: --preset %s is not a quantization preset\n", preset.c_str());
+    return false;
+  }
+  quantize.pure = false;
+  const TensorType intermediate = bf16 ? TensorType::BF16 : TensorType::F16;
+  const fs::path two_out = out / "two-step.gguf", middle = out / "intermediate.gguf", one_out = out / "one-pass.gguf";
+  uint64_t middle_bytes = 0;
+  const auto child = [&](auto&& work) -> pid_t {
+    const pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    const Expected<void> r = work();
+    if (!r) std::fprintf(stderr, "%s: %s\n", preset.c_str(), r.error().describe().c_str());
+    std::fflush(nullptr);
+    ::_exit(r ? 0 : 1);
+  };
+  ConvertOptions options;
+  options.threads = Threads{threads};
+  options.sync = false;
+  const auto two_step = [&]() -> Expected<void> {
+    ConvertOptions first = options;
+    first.out_type = intermediate;
+    if (auto r = convert_model(hf, middle, first); !r) return r.error();
+    auto file = GgufFile::open(middle);
+    if (!file) return file.error();
+    QuantizeOptions q = quantize;
+    q.threads = options.threads;
+    q.sync = false;
+    return quantize_model(*file, two_out, q);
+  };
+  const auto one_pass = [&]() -> Expected<void> {
+    auto planned = plan_convert_quantized(hf, options, quantize);
+    if (!planned) return planned.error();
+    return write_convert_quantized(*planned, one_out, options, quantize);
+  };
+  const auto clean = [&] {
+    std::error_code ec;
+    for (const fs::path& p : {two_out, middle, one_out}) fs::remove(p, ec);
+  };
+  const Timing two = best_of(repeat, [&] { return child(two_step); }, [&] {
+    std::error_code ec;
+    fs::remove(two_out, ec);
+    fs::remove(middle, ec);
+  });
+  if (!two.failed) middle_bytes = fs::file_size(middle);
+  const Timing one = best_of(repeat, [&] { return child(one_pass); }, [&] {
+    std::error_code ec;
+    fs::remove(one_out, ec);
+  });
+  bool ok = !two.failed && !one.failed;
+  std::string verdict = "FAILED";
+  double out_mib = 0;
+  if (ok) {
+    out_mib = static_cast<double>(fs::file_size(one_out)) / 1048576.0;
+    auto a = GgufFile::open(one_out);
+    auto b = GgufFile::open(two_out);
+    ok = a && b && a->tensors().size() == tensors && a->bytes().size() == b->bytes().size() &&
+         std::equal(a->bytes().begin(), a->bytes().end(), b->bytes().begin());
+    verdict = ok ? "the same bytes both ways" : "THE OUTPUTS DIFFER";
+  }
+  const double two_disk = static_cast<double>(middle_bytes) / 1048576.0 + out_mib;
+  std::printf("%-6s %7.3f s %7.2f %6.2fx %6.2f s %9.0f %10.0f %8.2f  %s: convert to %s, then quantize (disk: %.0f MiB)\n",
+              "2-step", two.real, static_cast<double>(input_bytes) / 1e9 / two.real, cp.real / two.real, two.cpu,
+              two.peak_mib, out_mib, static_cast<double>(input_bytes) / 1e9 / std::max(1e-3, two.real - plan.real),
+              preset.c_str(), std::string(type_name(intermediate)).c_str(), two_disk);
+  std::printf("%-6s %7.3f s %7.2f %6.2fx %6.2f s %9.0f %10.0f %8.2f  %s in one pass (disk: %.0f MiB): %.2fx faster, %s\n",
+              "1-pass", one.real, static_cast<double>(input_bytes) / 1e9 / one.real, cp.real / one.real, one.cpu,
+              one.peak_mib, out_mib, static_cast<double>(input_bytes) / 1e9 / std::max(1e-3, one.real - plan.real),
+              preset.c_str(), out_mib, two.real / one.real, verdict.c_str());
+  std::fflush(stdout);
+  clean();
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -334,6 +419,7 @@ int main(int argc, char** argv) {
   unsigned threads = 0;
   int repeat = 2;
   int64_t experts = 0;
+  std::string preset = "Q4_K_M";
   fs::path parent = fs::temp_directory_path();
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -346,9 +432,10 @@ int main(int argc, char** argv) {
     else if (arg == "--repeat" && has_value) repeat = std::max(1, std::stoi(argv[++i]));
     else if (arg == "--dir" && has_value) parent = argv[++i];
     else if (arg == "--keep") keep = true;
+    else if (arg == "--preset" && has_value) preset = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_convert [--gib N] [--experts N] [--dtype bf16|f16] [--shard-gib N] [--threads N] "
-                           "[--repeat R] [--dir D] [--keep]\n");
+                           "[--repeat R] [--dir D] [--keep] [--preset NAME|none]\n");
       return 2;
     }
   }
@@ -502,6 +589,9 @@ int main(int argc, char** argv) {
                 static_cast<double>(input_bytes) / 1e9 / t.real, cp.real / t.real, t.cpu, t.peak_mib, out_mib,
                 static_cast<double>(input_bytes) / 1e9 / std::max(1e-3, t.real - plan.real), note.c_str());
     std::fflush(stdout);
+  }
+  if (preset != "none" && !run_preset_jobs(preset, hf, out, input_bytes, threads, repeat, plan, cp, shape.gguf_tensors(), bf16)) {
+    status = 1;
   }
   return status;
 }
