@@ -8,6 +8,7 @@
 // overrides.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -16,6 +17,7 @@
 
 #include "family_checkpoint.h"
 #include "ggufkit/convert.h"
+#include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
 #include "test_support.h"
 #include "tiny_checkpoint.h"
@@ -248,6 +250,52 @@ TEST_F(ConvertPreset, LowerCaseTypesKeepTheConvertersMeaning) {
   const auto preset = one_pass(c, *root_ / "out", "Q8_0", {});
   EXPECT_TRUE(preset == two_steps(c, work, "Q8_0", {}));
   EXPECT_FALSE(preset == converter);
+}
+
+// While the one pass writes, the output's directory holds one file (the output under its temporary
+// name), never an intermediate; the library's plan names the intermediate and the final types; a
+// failure (cancelled) leaves nothing.
+TEST_F(ConvertPreset, LibraryWritesOneFileAtATime) {
+  const Checkpoint& c = (*checkpoints_)[1];  // gemma3, F32: an f32 intermediate
+  const fs::path out_dir = *root_ / "library";
+  fs::remove_all(out_dir);
+  fs::create_directories(out_dir);
+  QuantizeOptions quantize;
+  ASSERT_TRUE(set_quantize_target("Q4_K_M", quantize));
+  quantize.pure = false;
+  ConvertOptions options;
+  auto plan = plan_convert_quantized(c.dir, options, quantize);
+  ASSERT_TRUE(plan) << plan.error().describe();
+  EXPECT_EQ(plan->intermediate, TensorType::F32);
+  EXPECT_EQ(plan->convert.tensors.size(), plan->quantize.tensors.size());
+  std::vector<size_t> seen;
+  size_t calls = 0;
+  options.progress = [&](size_t done, size_t all) {
+    ++calls;
+    EXPECT_EQ(all, plan->quantize.tensors.size());
+    EXPECT_EQ(done, calls);
+    seen.push_back(files_in(out_dir).size());
+  };
+  const fs::path output = out_dir / "model.gguf";
+  ASSERT_TRUE(write_convert_quantized(*plan, output, options, quantize));
+  EXPECT_EQ(seen, std::vector<size_t>(plan->quantize.tensors.size(), 1));
+  EXPECT_EQ(files_in(out_dir), std::set<std::string>{"model.gguf"});
+  const auto written = GgufFile::open(output);
+  ASSERT_TRUE(written) << written.error().describe();
+  ASSERT_EQ(written->tensors().size(), plan->quantize.tensors.size());
+  for (size_t i = 0; i < plan->quantize.tensors.size(); ++i) {
+    EXPECT_EQ(written->tensors()[i].name, plan->quantize.tensors[i].tensor->name);
+    EXPECT_EQ(written->tensors()[i].type, plan->quantize.tensors[i].target);
+  }
+
+  fs::remove(output);
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  options.progress = [&](size_t, size_t) { cancel = true; };
+  const auto cancelled = write_convert_quantized(*plan, output, options, quantize);
+  ASSERT_FALSE(cancelled);
+  EXPECT_EQ(cancelled.error().code, ErrorCode::cancelled);
+  EXPECT_TRUE(files_in(out_dir).empty());
 }
 
 TEST_F(ConvertPreset, Refusals) {
