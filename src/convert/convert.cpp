@@ -944,7 +944,11 @@ Expected<ConvertQuantizedPlan> plan_convert_quantized(const std::filesystem::pat
   if (!header) return std::move(header).error();
   plan.header = std::make_unique<const GgufFile>(std::move(*header));
   auto quantized = plan_quantize(*plan.header, quantize);
-  if (!quantized) return std::move(quantized).error();
+  if (!quantized) {
+    Error e = std::move(quantized).error();
+    e.offset.reset();  // a place in the header of a file that is never written
+    return e;
+  }
   plan.quantize = std::move(*quantized);
   plan.convert = std::move(*convert);
   return plan;

@@ -315,10 +315,14 @@ TEST_F(ConvertPreset, Refusals) {
       {{"--outtype", "f16", "--intermediate", "bf16"},
        "gguf: convert: --intermediate applies to a quantization preset, not to --outtype f16\n"},
       {{"--outtype", "Q4_K_M", "--tensor-type", "attn_q=nope"}, ""},
+      {{"--outtype", "IQ2_XS"},
+       "gguf: " + c.dir.string() + ": 'blk.0.attn_k.weight': the tensor would be iq2_xs, which needs an importance "
+       "matrix (--imatrix) [invalid_argument]\n"},
   };
   for (const Refusal& r : refusals) {
     std::vector<std::string> args{"convert", c.dir.string(), output};
     args.insert(args.end(), r.args.begin(), r.args.end());
+    args.insert(args.end(), c.convert_options.begin(), c.convert_options.end());
     const CommandResult run = run_gguf(args);
     EXPECT_EQ(run.exit_code, 2) << run.err;
     EXPECT_EQ(run.out, "");
