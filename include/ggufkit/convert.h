@@ -140,6 +140,11 @@ struct ConvertQuantizedPlan {
   std::unique_ptr<const GgufFile> header;
   QuantizePlan quantize;          // the output's tensors, in write order, pointing into `header`
 };
+// The converter's own output type `text` names, as --outtype reads it: a type spelled as ggml spells
+// it (lower case: q8_0, q4_K, iq4_xs) that convert_accepts_out_type, or f32/f16/bf16 in any case.
+// Anything else (Q8_0, Q4_K_M, 15) is not one, and may be a quantization preset
+// (set_quantize_target): upper case is llama-quantize's spelling of its presets.
+std::optional<TensorType> convert_own_out_type(std::string_view text);
 // The intermediate type a user converts to before llama-quantize: the checkpoint's own float type,
 // that of its first weight matrix in the converter's order (bf16 for a BF16 checkpoint, f32 for an
 // F32 one, f16 for F16 and anything else), so that no value is rounded twice.

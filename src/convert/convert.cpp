@@ -903,6 +903,14 @@ Expected<ConvertPlan> convert_model(const std::filesystem::path& model_dir, cons
 
 namespace ggufkit {
 
+std::optional<TensorType> convert_own_out_type(std::string_view text) {
+  const auto type = parse_tensor_type(text);
+  if (!type || !convert_accepts_out_type(*type)) return std::nullopt;
+  const bool float_type = *type == TensorType::F32 || *type == TensorType::F16 || *type == TensorType::BF16;
+  if (!float_type && text != type_name(*type)) return std::nullopt;
+  return type;
+}
+
 TensorType convert_intermediate_type(const ConvertPlan& plan) {
   for (const ConvertTensorPlan& t : plan.tensors) {
     if (t.source == nullptr || t.shape.size() < 2 || t.type == TensorType::F32) continue;  // norms, generated

@@ -64,6 +64,17 @@ void write_imatrix(const GgufFile& model, const fs::path& path) {
   out.write(dataset.data(), static_cast<std::streamsize>(dataset.size()));
 }
 
+// Which --outtype spellings are the converter's own types and which are left to quantize's presets.
+TEST(ConvertOwnOutType, LowerCaseGgmlNamesAndFloatTypes) {
+  const std::vector<std::pair<std::string, std::optional<TensorType>>> cases = {
+      {"f16", TensorType::F16},   {"F16", TensorType::F16},     {"BF16", TensorType::BF16}, {"f32", TensorType::F32},
+      {"q8_0", TensorType::Q8_0}, {"q4_K", TensorType::Q4_K},   {"q6_K", TensorType::Q6_K}, {"iq4_xs", TensorType::IQ4_XS},
+      {"Q8_0", std::nullopt},     {"q4_k", std::nullopt},       {"Q4_K_M", std::nullopt},   {"IQ4_XS", std::nullopt},
+      {"iq2_xs", std::nullopt},   {"15", std::nullopt},         {"", std::nullopt},
+  };
+  for (const auto& [text, type] : cases) EXPECT_EQ(convert_own_out_type(text), type) << text;
+}
+
 struct Checkpoint {
   std::string label;
   fs::path dir;

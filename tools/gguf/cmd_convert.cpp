@@ -31,18 +31,12 @@ struct ConvertArgs {
   std::string intermediate;  // --intermediate: the type converted to before quantizing
 };
 
-// --outtype names the converter's own output type (as convert_hf_to_gguf.py's --outtype) when it
-// is spelled as ggml names the type (f16, q8_0, q4_K: lower case), or is f32, f16 or bf16 in any
-// case, and no quantize option is given; otherwise it is llama-quantize's TYPE (Q4_K_M, Q8_0,
-// IQ4_XS, 15, q4_K with --pure...), reached through the intermediate type in one pass.
+// --outtype names the converter's own output type (as convert_hf_to_gguf.py's --outtype:
+// convert_own_out_type) when no quantize option is given; otherwise it is llama-quantize's TYPE
+// (Q4_K_M, Q8_0, IQ4_XS, 15, q4_K with --pure...), reached through the intermediate type in one pass.
 std::optional<ggufkit::TensorType> converter_out_type(const ConvertArgs& args) {
   if (args.pure || args.quantize->any()) return std::nullopt;
-  const auto type = ggufkit::parse_tensor_type(args.outtype);
-  if (!type || !ggufkit::convert_accepts_out_type(*type)) return std::nullopt;
-  const bool float_type = *type == ggufkit::TensorType::F32 || *type == ggufkit::TensorType::F16 ||
-                          *type == ggufkit::TensorType::BF16;
-  if (!float_type && args.outtype != ggufkit::type_name(*type)) return std::nullopt;
-  return type;
+  return ggufkit::convert_own_out_type(args.outtype);
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("{{{}}}", fmt::join(shape, ", ")); }
