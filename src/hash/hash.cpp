@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <istream>
 #include <mutex>
 #include <cctype>
 #include <map>
 #include <thread>
 
+#include "ggufkit/text.h"
 #include "hash/digest.h"
 
 namespace ggufkit {
@@ -156,50 +158,35 @@ Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads 
 
 namespace {
 
-std::string escaped(std::string_view name) {
-  std::string out;
-  for (const char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
+// The lines of a manifest, one at a time (without their \n or \r\n), from a text in memory or a
+// stream: a stream is read line by line, so that memory is what the entries take, not the file.
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : text_(text) {}
+  explicit Lines(std::istream& in) : in_(&in) {}
+  bool next(std::string_view& line) {
+    if (in_ != nullptr) {
+      if (!std::getline(*in_, buffer_)) return false;
+      line = buffer_;
     } else {
-      out += c;
+      if (text_.empty()) return false;
+      const size_t eol = text_.find('\n');
+      line = text_.substr(0, eol);
+      text_ = eol == std::string_view::npos ? std::string_view{} : text_.substr(eol + 1);
     }
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    return true;
   }
-  return out;
-}
+  // A stream that failed for another reason than its end (a read error).
+  bool failed() const { return in_ != nullptr && in_->bad(); }
 
-std::optional<std::string> unescaped(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '\\') {
-      out += text[i];
-      continue;
-    }
-    if (i + 1 < text.size() && text[i + 1] == '\\') {
-      out += '\\';
-      ++i;
-    } else if (i + 3 < text.size() && text[i + 1] == 'x' && std::isxdigit(static_cast<unsigned char>(text[i + 2])) &&
-               std::isxdigit(static_cast<unsigned char>(text[i + 3]))) {
-      out += static_cast<char>(std::stoi(std::string(text.substr(i + 2, 2)), nullptr, 16));
-      i += 3;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return out;
-}
+ private:
+  std::string_view text_;
+  std::istream* in_ = nullptr;
+  std::string buffer_;
+};
 
-// The next line of `text` (without its \n or \r\n), removed from it.
-std::string_view take_line(std::string_view& text) {
-  const size_t eol = text.find('\n');
-  std::string_view line = text.substr(0, eol);
-  text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
+Error read_failed() { return make_error(ErrorCode::io_error, std::nullopt, {}, "cannot read the manifest"); }
 
 // digest_hex's spelling: lower-case hex of the right length, or the UUID's 8-4-4-4-12 form.
 bool is_digest(DigestAlgorithm algorithm, std::string_view text) {
@@ -225,19 +212,21 @@ std::string not_a_digest(DigestAlgorithm algorithm, std::string_view text) {
 std::string format_manifest(const Manifest& manifest) {
   std::string out = "# gguf hash manifest: kind digest bytes name (verify with gguf hash FILE --check THIS)\n";
   out += fmt::format("algorithm {}\n", digest_algorithm_name(manifest.algorithm));
-  for (const ManifestEntry& e : manifest.files) out += fmt::format("file {} {} {}\n", e.digest, e.bytes, escaped(e.name));
+  for (const ManifestEntry& e : manifest.files) out += fmt::format("file {} {} {}\n", e.digest, e.bytes, escape_text(e.name));
   for (const ManifestEntry& e : manifest.tensors) {
-    out += fmt::format("tensor {} {} {}\n", e.digest, e.bytes, escaped(e.name));
+    out += fmt::format("tensor {} {} {}\n", e.digest, e.bytes, escape_text(e.name));
   }
   return out;
 }
 
-Expected<Manifest> parse_manifest(std::string_view text) {
+namespace {
+
+Expected<Manifest> parse_manifest_lines(Lines& lines) {
   Manifest m;
   bool have_algorithm = false;
   size_t line_no = 0;
-  while (!text.empty()) {
-    std::string_view line = take_line(text);
+  std::string_view line;
+  while (lines.next(line)) {
     ++line_no;
     if (line.empty() || line.front() == '#') continue;
     const auto bad = [&](std::string_view why) {
@@ -268,15 +257,28 @@ Expected<Manifest> parse_manifest(std::string_view text) {
       return bad(fmt::format("'{}' is not a byte count", bytes));
     }
     e.bytes = std::stoull(std::string(bytes));
-    auto name = unescaped(line.substr(sp3 + 1));
+    auto name = unescape_text(line.substr(sp3 + 1));
     if (!name) return bad("a name with an invalid escape (\\\\ or \\xNN)");
     e.name = std::move(*name);
     (kind == "file" ? m.files : m.tensors).push_back(std::move(e));
   }
+  if (lines.failed()) return read_failed();
   if (!have_algorithm) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "not a gguf hash manifest: no 'algorithm' line");
   }
   return m;
+}
+
+}  // namespace
+
+Expected<Manifest> parse_manifest(std::string_view text) {
+  Lines lines(text);
+  return parse_manifest_lines(lines);
+}
+
+Expected<Manifest> parse_manifest(std::istream& in) {
+  Lines lines(in);
+  return parse_manifest_lines(lines);
 }
 
 std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const Manifest& actual) {
@@ -394,40 +396,51 @@ GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const Gg
 std::string format_gguf_hash(const GgufHashManifest& manifest) {
   std::string out;
   for (const GgufHashEntry& e : manifest.entries) {
-    out += fmt::format("{:<8}  {}  {}{}{}\n", digest_algorithm_name(e.algorithm), e.digest, manifest.file,
-                       e.tensor.empty() ? "" : ":", e.tensor);
+    // A name with a terminal control, a newline or bytes that are not UTF-8 is escaped and its line
+    // starts with '\\' (coreutils' sha256sum convention): it stays one line and reads back exactly.
+    const std::string name = e.tensor.empty() ? manifest.file : manifest.file + ":" + e.tensor;
+    const bool escape = needs_escape(name);
+    out += fmt::format("{}{:<8}  {}  {}\n", escape ? "\\" : "", digest_algorithm_name(e.algorithm), e.digest,
+                       escape ? escape_text(name) : name);
   }
   return out;
 }
 
-bool is_gguf_hash_manifest(std::string_view text) {
-  while (!text.empty()) {
-    std::string_view line = take_line(text);
+namespace {
+
+// The algorithm token of a gguf-hash line without its escape mark; `escaped` says whether it had one.
+std::string_view algorithm_token_of(std::string_view token, bool& escaped) {
+  escaped = token.starts_with('\\');
+  return escaped ? token.substr(1) : token;
+}
+
+bool is_gguf_hash_lines(Lines& lines) {
+  std::string_view line;
+  while (lines.next(line)) {
     const std::string_view token = next_token(line);
     if (token.empty() || token.front() == '#') continue;
-    return gguf_hash_algorithm(token).has_value();
+    bool escaped = false;
+    return gguf_hash_algorithm(algorithm_token_of(token, escaped)).has_value();
   }
   return false;
 }
 
-Expected<GgufHashManifest> parse_gguf_hash(std::string_view text) {
-  struct Line {
-    size_t number;
-    DigestAlgorithm algorithm;
-    std::string digest;
-    std::string name;
-  };
-  std::vector<Line> lines;
+Expected<GgufHashManifest> parse_gguf_hash_lines(Lines& lines) {
+  GgufHashManifest m;
+  std::vector<size_t> line_numbers;  // of each entry, for the errors found once FILE is known
   size_t line_no = 0;
   const auto bad = [&](std::string_view why) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, fmt::format("line {}", line_no),
                       fmt::format("manifest line {}: {}", line_no, why));
   };
-  while (!text.empty()) {
-    std::string_view line = take_line(text);
+  // Each entry holds its whole name (FILE or FILE:TENSOR) until FILE, the shortest, is known.
+  size_t shortest = 0;
+  std::string_view line;
+  while (lines.next(line)) {
     ++line_no;
-    const std::string_view algorithm_token = next_token(line);
-    if (algorithm_token.empty() || algorithm_token.front() == '#') continue;
+    bool escaped = false;
+    const std::string_view algorithm_token = algorithm_token_of(next_token(line), escaped);
+    if (algorithm_token.empty() || (!escaped && algorithm_token.front() == '#')) continue;
     const auto algorithm = gguf_hash_algorithm(algorithm_token);
     if (!algorithm) {
       return bad(fmt::format("'{}' is not an algorithm of gguf-hash (xxh64, sha1, sha256 or uuid)", algorithm_token));
@@ -437,26 +450,51 @@ Expected<GgufHashManifest> parse_gguf_hash(std::string_view text) {
     while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
     while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
     if (line.empty()) return bad("expected ALGO  DIGEST  FILE or FILE:TENSOR");
-    lines.push_back({line_no, *algorithm, std::string(digest), std::string(line)});
+    std::optional<std::string> name = escaped ? unescape_text(line) : std::string(line);
+    if (!name) return bad("a name with an invalid escape (\\\\ or \\xNN)");
+    if (m.entries.empty() || name->size() < m.entries[shortest].tensor.size()) shortest = m.entries.size();
+    m.entries.push_back({*algorithm, std::string(digest), std::move(*name)});
+    line_numbers.push_back(line_no);
   }
-  if (lines.empty()) {
+  if (lines.failed()) return read_failed();
+  if (m.entries.empty()) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "not a gguf-hash manifest: no digest lines");
   }
-  GgufHashManifest m;
-  m.file = std::min_element(lines.begin(), lines.end(), [](const Line& a, const Line& b) {
-             return a.name.size() < b.name.size();
-           })->name;
-  for (Line& l : lines) {
-    line_no = l.number;
-    if (l.name == m.file) {
-      m.entries.push_back({l.algorithm, std::move(l.digest), {}});
-    } else if (l.name.size() > m.file.size() + 1 && l.name.starts_with(m.file) && l.name[m.file.size()] == ':') {
-      m.entries.push_back({l.algorithm, std::move(l.digest), l.name.substr(m.file.size() + 1)});
+  m.file = m.entries[shortest].tensor;
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    std::string& name = m.entries[i].tensor;
+    if (name == m.file) {
+      name.clear();
+    } else if (name.size() > m.file.size() + 1 && name.starts_with(m.file) && name[m.file.size()] == ':') {
+      name.erase(0, m.file.size() + 1);
     } else {
-      return bad(fmt::format("'{}' is neither {} nor {}:TENSOR (a manifest covers one file)", l.name, m.file, m.file));
+      line_no = line_numbers[i];
+      return bad(fmt::format("'{}' is neither {} nor {}:TENSOR (a manifest covers one file)", name, m.file, m.file));
     }
   }
   return m;
+}
+
+}  // namespace
+
+bool is_gguf_hash_manifest(std::string_view text) {
+  Lines lines(text);
+  return is_gguf_hash_lines(lines);
+}
+
+bool is_gguf_hash_manifest(std::istream& in) {
+  Lines lines(in);
+  return is_gguf_hash_lines(lines);
+}
+
+Expected<GgufHashManifest> parse_gguf_hash(std::string_view text) {
+  Lines lines(text);
+  return parse_gguf_hash_lines(lines);
+}
+
+Expected<GgufHashManifest> parse_gguf_hash(std::istream& in) {
+  Lines lines(in);
+  return parse_gguf_hash_lines(lines);
 }
 
 std::vector<DigestAlgorithm> gguf_hash_algorithms(const GgufHashManifest& manifest) {

@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "commands.h"
 #include "ggufkit/hash.h"
@@ -102,21 +101,32 @@ void print_check(Printer& p, const std::string& file, const Manifest& expected,
   p.end_line().end_object();
 }
 
-std::optional<std::string> read_manifest_text(const std::string& path) {
+// The manifest, opened to be read line by line (the parsers stream it: memory is what its entries
+// take, whatever its size); a regular file of at most kMaxManifestBytes.
+std::optional<std::ifstream> open_manifest(const std::string& path) {
   std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size > kMaxManifestBytes) {
-    fmt::print(stderr, "gguf: {}: {}\n", path, ec ? ec.message() : "too large for a manifest");
+  const auto status = std::filesystem::status(path, ec);
+  const auto size = ec || !std::filesystem::is_regular_file(status) ? 0 : std::filesystem::file_size(path, ec);
+  if (ec || !std::filesystem::is_regular_file(status) || size > kMaxManifestBytes) {
+    fmt::print(stderr, "gguf: {}: {}\n", terminal_safe(path),
+               ec                                          ? ec.message()
+               : !std::filesystem::is_regular_file(status) ? std::string("not a regular file")
+                                                           : fmt::format("{} bytes, too large for a manifest (the limit is {})",
+                                                                         size, kMaxManifestBytes));
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   if (!in) {
-    fmt::print(stderr, "gguf: {}: cannot read\n", path);
+    fmt::print(stderr, "gguf: {}: cannot read\n", terminal_safe(path));
     return std::nullopt;
   }
-  return std::move(text).str();
+  return in;
+}
+
+// "gguf: MANIFEST: message" for a manifest the parser refused.
+int manifest_refused(const std::string& path, const ggufkit::Error& error) {
+  fmt::print(stderr, "gguf: {}: {}\n", terminal_safe(path), terminal_safe(error.message));
+  return kUsageOrIoError;
 }
 
 std::string gguf_hash_json(const ggufkit::GgufHashManifest& m) {
@@ -152,18 +162,15 @@ ggufkit::HashProgress hashing_progress(const std::string& file) {
   return [progress, file](uint64_t done, uint64_t total) { progress->bytes(done, total, file); };
 }
 
-int run_gguf_hash_check(const HashArgs& args, const std::string& text) {
+int run_gguf_hash_check(const HashArgs& args, std::istream& text) {
   auto expected = ggufkit::parse_gguf_hash(text);
-  if (!expected) {
-    fmt::print(stderr, "gguf: {}: {}\n", args.check, expected.error().message);
-    return kUsageOrIoError;
-  }
+  if (!expected) return manifest_refused(args.check, expected.error());
   const auto have = ggufkit::gguf_hash_algorithms(*expected);
   std::vector<DigestAlgorithm> use = args.gguf_hash_algorithms();
   if (use.empty()) use = {ggufkit::strongest_gguf_hash_algorithm(*expected)};
   for (const DigestAlgorithm a : use) {
     if (std::find(have.begin(), have.end(), a) == have.end()) {
-      fmt::print(stderr, "gguf hash: {} has no {} lines (it has {})\n", args.check, ggufkit::digest_algorithm_name(a),
+      fmt::print(stderr, "gguf hash: {} has no {} lines (it has {})\n", terminal_safe(args.check), ggufkit::digest_algorithm_name(a),
                  algorithm_list(have));
       return kUsageOrIoError;
     }
@@ -218,30 +225,30 @@ int run_gguf_hash(const HashArgs& args) {
 
 int run_hash(const HashArgs& args) {
   if (args.format != "ggufkit" && args.format != "gguf-hash") {
-    fmt::print(stderr, "gguf hash: unknown --format '{}' (ggufkit or gguf-hash)\n", args.format);
+    fmt::print(stderr, "gguf hash: unknown --format '{}' (ggufkit or gguf-hash)\n", terminal_safe(args.format));
     return kUsageOrIoError;
   }
   auto algorithm = ggufkit::parse_digest_algorithm(args.algorithm);
   if (!algorithm || *algorithm == DigestAlgorithm::uuid) {
     fmt::print(stderr, "gguf hash: unknown algorithm '{}' (xxh64, sha1 or sha256; the model id is --uuid)\n",
-               args.algorithm);
+               terminal_safe(args.algorithm));
     return kUsageOrIoError;
   }
   std::optional<Manifest> expected;
   if (!args.check.empty()) {
-    const auto text = read_manifest_text(args.check);
+    auto text = open_manifest(args.check);
     if (!text) return kUsageOrIoError;
-    if (ggufkit::is_gguf_hash_manifest(*text)) return run_gguf_hash_check(args, *text);
+    const bool gguf_hash = ggufkit::is_gguf_hash_manifest(*text);
+    text->clear();
+    text->seekg(0);
+    if (gguf_hash) return run_gguf_hash_check(args, *text);
     if (args.gguf_hash_selected() || args.no_layer) {
       fmt::print(stderr, "gguf hash: {} is a ggufkit manifest: it is checked with its own algorithm, without "
-                         "gguf-hash's options\n", args.check);
+                         "gguf-hash's options\n", terminal_safe(args.check));
       return kUsageOrIoError;
     }
     auto parsed = ggufkit::parse_manifest(*text);
-    if (!parsed) {
-      fmt::print(stderr, "gguf: {}: {}\n", args.check, parsed.error().message);
-      return kUsageOrIoError;
-    }
+    if (!parsed) return manifest_refused(args.check, parsed.error());
     expected = std::move(parsed).value();
     algorithm = expected->algorithm;  // verify with the manifest's own algorithm
   } else if (args.gguf_hash_format()) {

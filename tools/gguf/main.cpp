@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-' && !is_verb(argv[1])) {
     std::vector<std::string> names;
     for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-    fmt::print(stderr, "gguf: unknown verb '{}'{}\n", argv[1],
+    fmt::print(stderr, "gguf: unknown verb '{}'{}\n", gguf_cli::terminal_safe(argv[1]),
                gguf_cli::suggestion_or(ggufkit::nearest_name(argv[1], names), " (see gguf --help)"));
     return gguf_cli::kUsageOrIoError;
   }
