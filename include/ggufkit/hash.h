@@ -75,6 +75,10 @@ struct ManifestMismatch {
 // Compares a model's manifest with an expected one (same algorithm): tensors by name, files by
 // position (a download may be renamed). Empty when they agree.
 std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const Manifest& actual);
+// The same, each mismatch handed over as it is found, in the same order: memory is the model's
+// names, not the mismatches (a manifest listing a million tensors the model lacks).
+using MismatchHandler = std::function<void(ManifestMismatch)>;
+void compare_manifests(const Manifest& expected, const Manifest& actual, const MismatchHandler& on_mismatch);
 
 // llama.cpp's gguf-hash manifests (examples/gguf-hash) and gguf-py's gguf_hash.py output: one line
 // per digest, "ALGO  DIGEST  NAME" with ALGO padded to 8 columns, NAME the file as the tool was
@@ -131,5 +135,7 @@ DigestAlgorithm strongest_gguf_hash_algorithm(const GgufHashManifest& manifest);
 // algorithm (not against a --no-layer manifest, nor when `actual` was computed without them), and
 // the model's digest ("model").
 std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual);
+void compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual,
+                       const MismatchHandler& on_mismatch);
 
 }  // namespace ggufkit

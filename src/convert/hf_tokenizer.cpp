@@ -40,6 +40,7 @@
 #include <simdjson.h>
 
 #include "convert/checkpoint_files.h"
+#include "convert/family.h"
 #include "convert/pre_tokenizer.h"
 #include "ggufkit/sentencepiece.h"
 
@@ -1034,8 +1035,9 @@ Expected<void> check_tokenizer_json(const Inputs& in, bool present) {
   return {};
 }
 
-// The tokenizer files of `dir` (the ones there), read once, checked to be JSON objects.
-Expected<Inputs> load_inputs(const fs::path& dir) {
+// The tokenizer files of `dir` (the ones there), read once, checked to be JSON objects;
+// config.json is `model_config` when the caller has read it.
+Expected<Inputs> load_inputs(const fs::path& dir, const json* model_config_read) {
   Inputs in;
   in.dir = dir;
   auto tokenizer = load_tokenizer_json(dir / "tokenizer.json");
@@ -1064,9 +1066,13 @@ Expected<Inputs> load_inputs(const fs::path& dir) {
   if (in.tokenizer_config && !in.tokenizer_config->is_object()) {
     return tokenizer_error(ErrorCode::bad_header, dir / "tokenizer_config.json", "not a JSON object");
   }
-  auto model_config = load_json(dir / "config.json");
-  if (!model_config) return std::move(model_config).error();
-  in.model_config = std::move(*model_config);
+  if (model_config_read != nullptr) {
+    in.model_config = *model_config_read;
+  } else {
+    auto model_config = load_json(dir / "config.json");
+    if (!model_config) return std::move(model_config).error();
+    in.model_config = std::move(*model_config);
+  }
   if (in.model_config && !in.model_config->is_object()) {
     return tokenizer_error(ErrorCode::bad_header, dir / "config.json", "not a JSON object");
   }
@@ -1135,8 +1141,8 @@ Expected<TokenizerMetadata> read_vocab(const Inputs& in, TokenizerRecipe recipe)
   return out;
 }
 
-Expected<TokenizerMetadata> convert(const fs::path& dir, const TokenizerOptions& options) {
-  auto in = load_inputs(dir);
+Expected<TokenizerMetadata> convert(const fs::path& dir, const TokenizerOptions& options, const json* model_config) {
+  auto in = load_inputs(dir, model_config);
   if (!in) return std::move(in).error();
   auto out = read_vocab(*in, options.recipe);
   if (!out) return out;
@@ -1172,14 +1178,28 @@ void set_tokenizer_key(TokenizerMetadata& metadata, std::string_view key, Metada
   metadata.keys.emplace_back(std::string(key), std::move(value));
 }
 
-Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, const TokenizerOptions& options) {
+namespace {
+
+Expected<TokenizerMetadata> convert_caught(const fs::path& model_dir, const TokenizerOptions& options,
+                                           const json* model_config) {
   try {
-    return convert(model_dir, options);
+    return convert(model_dir, options, model_config);
   } catch (const std::exception& e) {
     // A backstop: the code above checks types before reading values, so this is a bug or
     // an allocation failure, reported as an error rather than thrown at the caller.
     return make_error(ErrorCode::bad_header, std::nullopt, "tokenizer.json", std::string("tokenizer conversion failed: ") + e.what());
   }
+}
+
+}  // namespace
+
+Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, const TokenizerOptions& options) {
+  return convert_caught(model_dir, options, nullptr);
+}
+
+Expected<TokenizerMetadata> convert_detail::convert_hf_tokenizer(const std::filesystem::path& model_dir,
+                                                                 const TokenizerOptions& options, const json& model_config) {
+  return convert_caught(model_dir, options, &model_config);
 }
 
 }  // namespace ggufkit

@@ -281,46 +281,54 @@ Expected<Manifest> parse_manifest(std::istream& in) {
   return parse_manifest_lines(lines);
 }
 
-std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const Manifest& actual) {
-  std::vector<ManifestMismatch> out;
-  std::map<std::string_view, const ManifestEntry*> have;
-  for (const ManifestEntry& e : actual.tensors) have.emplace(e.name, &e);
-  std::map<std::string_view, bool> wanted;
+void compare_manifests(const Manifest& expected, const Manifest& actual, const MismatchHandler& on_mismatch) {
+  // Memory is the model's names (and a flag each), not the manifest's: a manifest of a million
+  // entries the model lacks costs its entries, and its mismatches go out as they are found.
+  std::map<std::string_view, size_t> have;
+  for (size_t i = 0; i < actual.tensors.size(); ++i) have.emplace(actual.tensors[i].name, i);
+  std::vector<bool> listed(actual.tensors.size(), false);
   bool every_tensor_matches = true;
   for (const ManifestEntry& e : expected.tensors) {
-    wanted.emplace(e.name, true);
     const auto it = have.find(e.name);
     if (it == have.end()) {
-      out.push_back({"missing_tensor", e.name, "the manifest lists it, the model does not have it"});
+      on_mismatch({"missing_tensor", e.name, "the manifest lists it, the model does not have it"});
       every_tensor_matches = false;
-    } else if (it->second->digest != e.digest || it->second->bytes != e.bytes) {
-      out.push_back({"tensor", e.name,
-                     fmt::format("{} bytes with digest {}, the manifest says {} bytes with digest {}", it->second->bytes,
-                                 it->second->digest, e.bytes, e.digest)});
+      continue;
+    }
+    listed[it->second] = true;
+    const ManifestEntry& a = actual.tensors[it->second];
+    if (a.digest != e.digest || a.bytes != e.bytes) {
+      on_mismatch({"tensor", e.name,
+                   fmt::format("{} bytes with digest {}, the manifest says {} bytes with digest {}", a.bytes, a.digest,
+                               e.bytes, e.digest)});
       every_tensor_matches = false;
     }
   }
-  for (const ManifestEntry& e : actual.tensors) {
-    if (!wanted.contains(e.name)) {
-      out.push_back({"unexpected_tensor", e.name, "the model has it, the manifest does not list it"});
+  for (size_t i = 0; i < actual.tensors.size(); ++i) {
+    if (!listed[i]) {
+      on_mismatch({"unexpected_tensor", actual.tensors[i].name, "the model has it, the manifest does not list it"});
       every_tensor_matches = false;
     }
   }
   if (expected.files.size() != actual.files.size()) {
-    out.push_back({"file_count", {},
-                   fmt::format("the model has {} file(s), the manifest lists {}", actual.files.size(),
-                               expected.files.size())});
+    on_mismatch({"file_count", {},
+                 fmt::format("the model has {} file(s), the manifest lists {}", actual.files.size(), expected.files.size())});
   } else {
     for (size_t i = 0; i < expected.files.size(); ++i) {
       const ManifestEntry& e = expected.files[i];
       const ManifestEntry& a = actual.files[i];
       if (e.digest == a.digest && e.bytes == a.bytes) continue;
-      out.push_back({"file", a.name,
-                     fmt::format("{} bytes with digest {}, the manifest says {} ({} bytes, digest {}){}", a.bytes,
-                                 a.digest, e.name, e.bytes, e.digest,
-                                 every_tensor_matches ? ": every tensor matches, so the metadata or padding differs" : "")});
+      on_mismatch({"file", a.name,
+                   fmt::format("{} bytes with digest {}, the manifest says {} ({} bytes, digest {}){}", a.bytes, a.digest,
+                               e.name, e.bytes, e.digest,
+                               every_tensor_matches ? ": every tensor matches, so the metadata or padding differs" : "")});
     }
   }
+}
+
+std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const Manifest& actual) {
+  std::vector<ManifestMismatch> out;
+  compare_manifests(expected, actual, [&](ManifestMismatch m) { out.push_back(std::move(m)); });
   return out;
 }
 
@@ -524,49 +532,63 @@ DigestAlgorithm strongest_gguf_hash_algorithm(const GgufHashManifest& manifest) 
   return DigestAlgorithm::uuid;
 }
 
-std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual) {
-  std::vector<ManifestMismatch> out;
+void compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual,
+                       const MismatchHandler& on_mismatch) {
   for (const DigestAlgorithm a : gguf_hash_algorithms(actual)) {
     const std::string_view algo = digest_algorithm_name(a);
-    // The first line wins, as gguf-hash reads a manifest.
-    std::map<std::string_view, std::string_view> want;
+    // The file's tensors by name (bounded by the file), and what the manifest says of each: the
+    // first line wins, as gguf-hash reads a manifest. Names the file lacks are kept as views.
+    std::map<std::string_view, size_t> have;
+    for (size_t i = 0; i < actual.entries.size(); ++i) {
+      const GgufHashEntry& e = actual.entries[i];
+      if (e.algorithm == a && !e.tensor.empty()) have.emplace(e.tensor, i);
+    }
+    std::vector<std::optional<std::string_view>> want(actual.entries.size());
+    std::vector<std::string_view> missing;
     std::optional<std::string_view> want_model;
+    bool want_tensors = false;
     for (const GgufHashEntry& e : expected.entries) {
       if (e.algorithm != a) continue;
       if (e.tensor.empty()) {
         if (!want_model) want_model = e.digest;
-      } else {
-        want.emplace(e.tensor, e.digest);
+        continue;
+      }
+      want_tensors = true;
+      if (const auto it = have.find(e.tensor); it == have.end()) {
+        missing.push_back(e.tensor);
+      } else if (!want[it->second]) {
+        want[it->second] = e.digest;
       }
     }
-    if (!want.empty() && has_gguf_hash_lines(actual, std::span(&a, 1), GgufHashLines::tensor)) {
-      std::map<std::string_view, bool> seen;
-      for (const GgufHashEntry& e : actual.entries) {
+    if (want_tensors && !have.empty()) {
+      for (size_t i = 0; i < actual.entries.size(); ++i) {
+        const GgufHashEntry& e = actual.entries[i];
         if (e.algorithm != a || e.tensor.empty()) continue;
-        seen.emplace(e.tensor, true);
-        const auto it = want.find(e.tensor);
-        if (it == want.end()) {
-          out.push_back({"unexpected_tensor", e.tensor,
-                         fmt::format("the file has it, the manifest has no {} line for it", algo)});
-        } else if (it->second != e.digest) {
-          out.push_back({"tensor", e.tensor, fmt::format("{} {}, the manifest says {}", algo, e.digest, it->second)});
+        if (!want[i]) {
+          on_mismatch({"unexpected_tensor", e.tensor, fmt::format("the file has it, the manifest has no {} line for it", algo)});
+        } else if (*want[i] != e.digest) {
+          on_mismatch({"tensor", e.tensor, fmt::format("{} {}, the manifest says {}", algo, e.digest, *want[i])});
         }
       }
-      for (const auto& [name, digest] : want) {
-        if (!seen.contains(name)) {
-          out.push_back({"missing_tensor", std::string(name),
-                         fmt::format("the manifest has a {} line for it, the file does not have it", algo)});
-        }
+      std::sort(missing.begin(), missing.end());
+      missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+      for (const std::string_view name : missing) {
+        on_mismatch({"missing_tensor", std::string(name),
+                     fmt::format("the manifest has a {} line for it, the file does not have it", algo)});
       }
     }
     if (want_model) {
       for (const GgufHashEntry& e : actual.entries) {
         if (e.algorithm != a || !e.tensor.empty() || e.digest == *want_model) continue;
-        out.push_back({"model", {},
-                       fmt::format("{} of every tensor's data {}, the manifest says {}", algo, e.digest, *want_model)});
+        on_mismatch({"model", {}, fmt::format("{} of every tensor's data {}, the manifest says {}", algo, e.digest, *want_model)});
       }
     }
   }
+}
+
+std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual) {
+  std::vector<ManifestMismatch> out;
+  compare_gguf_hash(expected, actual, [&](ManifestMismatch m) { out.push_back(std::move(m)); });
   return out;
 }
 

@@ -85,14 +85,35 @@ std::string drain(int fd) {
 
 CommandResult run_gguf(const std::vector<std::string>& args) { return run_gguf_with_stdout(args, {}); }
 
+namespace {
+CommandResult run_cli(const std::vector<std::string>& prefix, const std::vector<std::string>& args,
+                      const std::string& stdout_path);
+}  // namespace
+
 CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const std::string& stdout_path) {
+  return run_cli({}, args, stdout_path);
+}
+
+CommandResult run_gguf_measured(const std::vector<std::string>& args) {
+  std::string rss_path = (std::filesystem::temp_directory_path() / "ggufkit-run-rss-XXXXXX").string();
+  ::close(::mkstemp(rss_path.data()));
+  CommandResult r = run_cli({GGUFKIT_PEAK_RSS_PATH, rss_path}, args, {});
+  std::ifstream(rss_path) >> r.max_rss_kib;
+  ::unlink(rss_path.c_str());
+  return r;
+}
+
+namespace {
+CommandResult run_cli(const std::vector<std::string>& prefix, const std::vector<std::string>& args,
+                      const std::string& stdout_path) {
   // stdout and stderr go to temporary files so that large outputs cannot deadlock a pipe.
   const auto dir = std::filesystem::temp_directory_path();
   std::string out_path = (dir / "ggufkit-run-out-XXXXXX").string();
   std::string err_path = (dir / "ggufkit-run-err-XXXXXX").string();
   const int out_fd = ::mkstemp(out_path.data());
   const int err_fd = ::mkstemp(err_path.data());
-  std::vector<std::string> argv_store = {GGUFKIT_CLI_PATH};
+  std::vector<std::string> argv_store = prefix;
+  argv_store.push_back(GGUFKIT_CLI_PATH);
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_store) argv.push_back(a.data());
@@ -120,6 +141,7 @@ CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const s
   ::unlink(err_path.c_str());
   return r;
 }
+}  // namespace
 
 std::optional<std::string> node_llama_cpp_missing() {
   if (std::system("node --version >/dev/null 2>&1") != 0) return "node is not on PATH";

@@ -72,33 +72,52 @@ std::string manifest_json(const Manifest& m) {
   return out + "\n";
 }
 
-// The mismatches, one line each.
-void print_mismatches(Printer& p, const std::vector<ManifestMismatch>& mismatches) {
+// The report of a check, written to stdout as it is made: `out` (the printer's text) goes out
+// each MiB, so that a manifest of a million tensors the model lacks is never held as a report.
+struct Report {
+  std::string out;
+  int written = kOk;
+  void flush(size_t at_least) {
+    if (out.size() < at_least) return;
+    if (written == kOk) written = write_result(out);
+    out.clear();
+  }
+};
+
+// The mismatches, one line each, printed as `compare` finds them; returns how many.
+size_t print_mismatches(Printer& p, Report& report, const std::function<void(const ggufkit::MismatchHandler&)>& compare) {
+  size_t count = 0;
   p.begin_array("mismatches");
-  for (const ManifestMismatch& m : mismatches) {
+  compare([&](const ManifestMismatch& m) {
     p.begin_object().begin_line();
     p.field("kind", m.kind, m.kind);
     p.field("name", m.name, m.name.empty() ? "" : " " + shorten_for_display(m.name, 120));
     p.field("message", m.message, ": " + m.message);
     p.end_line().end_object();
-  }
+    ++count;
+    report.flush(size_t{1} << 20);
+  });
   p.end_array();
+  return count;
 }
 
-// The mismatches, then the verdict.
-void print_check(Printer& p, const std::string& file, const Manifest& expected,
-                 const std::vector<ManifestMismatch>& mismatches) {
+// The mismatches, then the verdict; the number of mismatches.
+size_t print_check(Printer& p, Report& report, const std::string& file, const Manifest& expected,
+                   const Manifest& actual) {
   p.begin_object();
-  print_mismatches(p, mismatches);
+  const size_t mismatches = print_mismatches(p, report, [&](const ggufkit::MismatchHandler& on) {
+    ggufkit::compare_manifests(expected, actual, on);
+  });
   p.begin_line();
   p.field("file", file, file);
-  p.field("ok", mismatches.empty(), mismatches.empty() ? ": OK (" : ": FAILED (");
+  p.field("ok", mismatches == 0, mismatches == 0 ? ": OK (" : ": FAILED (");
   p.field("tensors_checked", expected.tensors.size(), fmt::format("{} tensors", expected.tensors.size()));
   p.field("files_checked", expected.files.size(), fmt::format(" and {} file(s)", expected.files.size()));
   p.field("algorithm", ggufkit::digest_algorithm_name(expected.algorithm),
           fmt::format(" checked with {}", ggufkit::digest_algorithm_name(expected.algorithm)));
-  p.field("mismatch_count", mismatches.size(), ", " + plural(mismatches.size(), "mismatch", "mismatches") + ")");
+  p.field("mismatch_count", mismatches, ", " + plural(mismatches, "mismatch", "mismatches") + ")");
   p.end_line().end_object();
+  return mismatches;
 }
 
 // The manifest, opened to be read line by line (the parsers stream it: memory is what its entries
@@ -185,27 +204,30 @@ int run_gguf_hash_check(const HashArgs& args, std::istream& text) {
       ggufkit::gguf_hash_file(*file, args.file,
                               {.algorithms = use, .per_tensor = per_tensor, .progress = hashing_progress(args.file)},
                               ggufkit::Threads{args.threads});
-  const auto mismatches = ggufkit::compare_gguf_hash(*expected, actual);
   size_t tensors = 0;
   for (const auto& e : actual.entries) tensors += e.tensor.empty() || e.algorithm != use.front() ? 0 : 1;
   const bool model = ggufkit::has_gguf_hash_lines(*expected, use, ggufkit::GgufHashLines::model);
-  std::string out;
+  Report report;
+  size_t mismatches = 0;
   {
-    auto p = Printer::make(args.json, out);
+    auto p = Printer::make(args.json, report.out);
     p->begin_object();
-    print_mismatches(*p, mismatches);
+    mismatches = print_mismatches(*p, report, [&](const ggufkit::MismatchHandler& on) {
+      ggufkit::compare_gguf_hash(*expected, actual, on);
+    });
     p->begin_line();
     p->field("file", args.file, args.file);
-    p->field("ok", mismatches.empty(), mismatches.empty() ? ": OK (" : ": FAILED (");
+    p->field("ok", mismatches == 0, mismatches == 0 ? ": OK (" : ": FAILED (");
     p->field("tensors_checked", tensors, plural(tensors, "tensor", "tensors"));
     p->field("model_checked", model, model ? " and the model digest" : "");
     p->field("algorithms", algorithm_list(use), " checked with " + algorithm_list(use));
     p->field("manifest_format", "gguf-hash", " against a gguf-hash manifest");
-    p->field("mismatch_count", mismatches.size(), ", " + plural(mismatches.size(), "mismatch", "mismatches") + ")");
+    p->field("mismatch_count", mismatches, ", " + plural(mismatches, "mismatch", "mismatches") + ")");
     p->end_line().end_object();
   }
-  if (const int written = write_result(out); written != kOk) return written;
-  return mismatches.empty() ? kOk : kProblemFound;
+  report.flush(0);
+  if (report.written != kOk) return report.written;
+  return mismatches == 0 ? kOk : kProblemFound;
 }
 
 // gguf-hash's lines for one file.
@@ -261,18 +283,15 @@ int run_hash(const HashArgs& args) {
   }
   const Manifest actual =
       ggufkit::hash_model(*model, *algorithm, ggufkit::Threads{args.threads}, hashing_progress(args.file));
-  std::string out;
-  int status = kOk;
   if (expected) {
-    const auto mismatches = ggufkit::compare_manifests(*expected, actual);
-    print_check(*Printer::make(args.json, out), args.file, *expected, mismatches);
-    status = mismatches.empty() ? kOk : kProblemFound;
-  } else {
-    // A manifest is a file format (hash.h), written as the library writes it, not a report.
-    out = args.json ? manifest_json(actual) : ggufkit::format_manifest(actual);
+    Report report;
+    const size_t mismatches = print_check(*Printer::make(args.json, report.out), report, args.file, *expected, actual);
+    report.flush(0);
+    if (report.written != kOk) return report.written;
+    return mismatches == 0 ? kOk : kProblemFound;
   }
-  if (const int written = write_result(out); written != kOk) return written;
-  return status;
+  // A manifest is a file format (hash.h), written as the library writes it, not a report.
+  return write_result(args.json ? manifest_json(actual) : ggufkit::format_manifest(actual));
 }
 
 }  // namespace
