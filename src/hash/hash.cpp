@@ -199,12 +199,19 @@ bool is_digest(DigestAlgorithm algorithm, std::string_view text) {
   return true;
 }
 
+// A manifest's text quoted in a message: at most 100 bytes of it, so that a hostile line of
+// hundreds of megabytes does not become a message as large.
+std::string clipped(std::string_view text) {
+  constexpr size_t kMax = 100;
+  return text.size() <= kMax ? std::string(text) : std::string(text.substr(0, kMax)) + "…";
+}
+
 std::string not_a_digest(DigestAlgorithm algorithm, std::string_view text) {
   if (algorithm == DigestAlgorithm::uuid) {
-    return fmt::format("'{}' is not a uuid (8-4-4-4-12 lower-case hex digits)", text);
+    return fmt::format("'{}' is not a uuid (8-4-4-4-12 lower-case hex digits)", clipped(text));
   }
-  return fmt::format("'{}' is not a {} digest ({} lower-case hex digits)", text, digest_algorithm_name(algorithm),
-                     digest_length(algorithm));
+  return fmt::format("'{}' is not a {} digest ({} lower-case hex digits)", clipped(text),
+                     digest_algorithm_name(algorithm), digest_length(algorithm));
 }
 
 }  // namespace
@@ -238,12 +245,12 @@ Expected<Manifest> parse_manifest_lines(Lines& lines) {
     if (sp1 == std::string_view::npos) return bad("expected 'algorithm NAME' or 'KIND DIGEST BYTES NAME'");
     if (kind == "algorithm") {
       const auto a = parse_digest_algorithm(line.substr(sp1 + 1));
-      if (!a) return bad(fmt::format("unknown algorithm '{}' (xxh64, sha1, sha256 or uuid)", line.substr(sp1 + 1)));
+      if (!a) return bad(fmt::format("unknown algorithm '{}' (xxh64, sha1, sha256 or uuid)", clipped(line.substr(sp1 + 1))));
       m.algorithm = *a;
       have_algorithm = true;
       continue;
     }
-    if (kind != "file" && kind != "tensor") return bad(fmt::format("unknown entry kind '{}'", kind));
+    if (kind != "file" && kind != "tensor") return bad(fmt::format("unknown entry kind '{}'", clipped(kind)));
     if (!have_algorithm) return bad("an entry before the 'algorithm' line");
     const size_t sp2 = line.find(' ', sp1 + 1);
     const size_t sp3 = sp2 == std::string_view::npos ? sp2 : line.find(' ', sp2 + 1);
@@ -254,7 +261,7 @@ Expected<Manifest> parse_manifest_lines(Lines& lines) {
     const std::string_view bytes = line.substr(sp2 + 1, sp3 - sp2 - 1);
     if (bytes.empty() || bytes.size() > 19 ||
         !std::all_of(bytes.begin(), bytes.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      return bad(fmt::format("'{}' is not a byte count", bytes));
+      return bad(fmt::format("'{}' is not a byte count", clipped(bytes)));
     }
     e.bytes = std::stoull(std::string(bytes));
     auto name = unescape_text(line.substr(sp3 + 1));
@@ -451,7 +458,7 @@ Expected<GgufHashManifest> parse_gguf_hash_lines(Lines& lines) {
     if (algorithm_token.empty() || (!escaped && algorithm_token.front() == '#')) continue;
     const auto algorithm = gguf_hash_algorithm(algorithm_token);
     if (!algorithm) {
-      return bad(fmt::format("'{}' is not an algorithm of gguf-hash (xxh64, sha1, sha256 or uuid)", algorithm_token));
+      return bad(fmt::format("'{}' is not an algorithm of gguf-hash (xxh64, sha1, sha256 or uuid)", clipped(algorithm_token)));
     }
     const std::string_view digest = next_token(line);
     if (!is_digest(*algorithm, digest)) return bad(not_a_digest(*algorithm, digest));
@@ -477,7 +484,8 @@ Expected<GgufHashManifest> parse_gguf_hash_lines(Lines& lines) {
       name.erase(0, m.file.size() + 1);
     } else {
       line_no = line_numbers[i];
-      return bad(fmt::format("'{}' is neither {} nor {}:TENSOR (a manifest covers one file)", name, m.file, m.file));
+      return bad(fmt::format("'{}' is neither {} nor {}:TENSOR (a manifest covers one file)", clipped(name),
+                             clipped(m.file), clipped(m.file)));
     }
   }
   return m;

@@ -127,6 +127,19 @@ TEST_F(CliMemory, HashCheckStreamsAHugeManifest) {
     EXPECT_PEAK_UNDER(r, static_cast<long>(4 * size / 1024));
     EXPECT_GT(r.max_rss_kib, 0);
   }
+  // One line of 16 MB of terminal controls: the error quotes 100 bytes of it, escaped.
+  for (const std::string& head : {std::string("algorithm xxh64\ntensor "), std::string("xxh64  ")}) {
+    const std::string path = (dir_ / "line.manifest").string();
+    std::ofstream(path, std::ios::binary) << head << std::string(size_t{16} << 20, '\x1b') << " 1 n\n";
+    const CommandResult r = run_gguf_measured({"hash", model_, "--check", path});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    std::string shown;
+    for (int i = 0; i < 100; ++i) shown += "\\x1b";
+    EXPECT_EQ(r.err, fmt::format("gguf: {}: manifest line {}: '{}…' is not a xxh64 digest (16 lower-case hex digits)\n",
+                                 path, head.size() > 10 ? 2 : 1, shown));
+    EXPECT_PEAK_UNDER(r, static_cast<long>(4 * fs::file_size(path) / 1024));
+  }
   // Over the cap: refused before it is read.
   const std::string over = sparse("over.manifest", (uint64_t{256} << 20) + 1);
   const CommandResult r = run_gguf_measured({"hash", model_, "--check", over});
