@@ -228,7 +228,7 @@ std::string format_manifest(const Manifest& manifest) {
 
 namespace {
 
-Expected<Manifest> parse_manifest_lines(Lines& lines) {
+Expected<Manifest> parse_manifest_lines(Lines lines) {
   Manifest m;
   bool have_algorithm = false;
   size_t line_no = 0;
@@ -278,15 +278,9 @@ Expected<Manifest> parse_manifest_lines(Lines& lines) {
 
 }  // namespace
 
-Expected<Manifest> parse_manifest(std::string_view text) {
-  Lines lines(text);
-  return parse_manifest_lines(lines);
-}
+Expected<Manifest> parse_manifest(std::string_view text) { return parse_manifest_lines(Lines(text)); }
 
-Expected<Manifest> parse_manifest(std::istream& in) {
-  Lines lines(in);
-  return parse_manifest_lines(lines);
-}
+Expected<Manifest> parse_manifest(std::istream& in) { return parse_manifest_lines(Lines(in)); }
 
 void compare_manifests(const Manifest& expected, const Manifest& actual, const MismatchHandler& on_mismatch) {
   // Memory is the model's names (and a flag each), not the manifest's: a manifest of a million
@@ -429,7 +423,7 @@ std::string_view algorithm_token_of(std::string_view token, bool& escaped) {
   return escaped ? token.substr(1) : token;
 }
 
-bool is_gguf_hash_lines(Lines& lines) {
+bool is_gguf_hash_lines(Lines lines) {
   std::string_view line;
   while (lines.next(line)) {
     const std::string_view token = next_token(line);
@@ -440,7 +434,7 @@ bool is_gguf_hash_lines(Lines& lines) {
   return false;
 }
 
-Expected<GgufHashManifest> parse_gguf_hash_lines(Lines& lines) {
+Expected<GgufHashManifest> parse_gguf_hash_lines(Lines lines) {
   GgufHashManifest m;
   std::vector<size_t> line_numbers;  // of each entry, for the errors found once FILE is known
   size_t line_no = 0;
@@ -493,25 +487,13 @@ Expected<GgufHashManifest> parse_gguf_hash_lines(Lines& lines) {
 
 }  // namespace
 
-bool is_gguf_hash_manifest(std::string_view text) {
-  Lines lines(text);
-  return is_gguf_hash_lines(lines);
-}
+bool is_gguf_hash_manifest(std::string_view text) { return is_gguf_hash_lines(Lines(text)); }
 
-bool is_gguf_hash_manifest(std::istream& in) {
-  Lines lines(in);
-  return is_gguf_hash_lines(lines);
-}
+bool is_gguf_hash_manifest(std::istream& in) { return is_gguf_hash_lines(Lines(in)); }
 
-Expected<GgufHashManifest> parse_gguf_hash(std::string_view text) {
-  Lines lines(text);
-  return parse_gguf_hash_lines(lines);
-}
+Expected<GgufHashManifest> parse_gguf_hash(std::string_view text) { return parse_gguf_hash_lines(Lines(text)); }
 
-Expected<GgufHashManifest> parse_gguf_hash(std::istream& in) {
-  Lines lines(in);
-  return parse_gguf_hash_lines(lines);
-}
+Expected<GgufHashManifest> parse_gguf_hash(std::istream& in) { return parse_gguf_hash_lines(Lines(in)); }
 
 std::vector<DigestAlgorithm> gguf_hash_algorithms(const GgufHashManifest& manifest) {
   std::vector<DigestAlgorithm> out;
