@@ -148,6 +148,9 @@ TEST_F(CliEscape, EveryVerbOnAHostileFile) {
            {{"convert", dir_.string(), out + "c", "--outtype", kHostile}, 2},
            {{"types"}, 0},
            {{kHostile}, 2},
+           {{"info", "--" + kHostile, evil_}, 2},
+           {{"split", evil_, (dir_ / "t").string(), "--max-tensors", kHostile}, 2},
+           {{"dump", evil_, "--json=" + kHostile}, 2},
            {{"info", (dir_ / kHostileFileName).string() + "missing"}, 2},
        }) {
     clean_run(args, status);
