@@ -402,15 +402,36 @@ GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const Gg
   return m;
 }
 
+namespace {
+
+// A gguf-hash name as its line spells it: escaped (escape_text, and the spaces and tabs at either
+// end as \xNN, which the reader would otherwise trim) when it needs to be; `escaped` says whether.
+std::string gguf_hash_name(const std::string& name, bool& escaped) {
+  const size_t first = name.find_first_not_of(" \t");
+  const size_t end = first == std::string::npos ? 0 : name.find_last_not_of(" \t") + 1;
+  const size_t begin = first == std::string::npos ? name.size() : first;
+  escaped = begin > 0 || end < name.size() || needs_escape(name);
+  if (!escaped) return name;
+  const auto hex = [](std::string_view bytes) {
+    std::string out;
+    for (const char c : bytes) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    return out;
+  };
+  const std::string_view all(name);
+  if (begin >= end) return hex(all);
+  return hex(all.substr(0, begin)) + escape_text(all.substr(begin, end - begin)) + hex(all.substr(end));
+}
+
+}  // namespace
+
 std::string format_gguf_hash(const GgufHashManifest& manifest) {
   std::string out;
   for (const GgufHashEntry& e : manifest.entries) {
     // A name with a terminal control, a newline or bytes that are not UTF-8 is escaped and its line
     // starts with '\\' (coreutils' sha256sum convention): it stays one line and reads back exactly.
-    const std::string name = e.tensor.empty() ? manifest.file : manifest.file + ":" + e.tensor;
-    const bool escape = needs_escape(name);
-    out += fmt::format("{}{:<8}  {}  {}\n", escape ? "\\" : "", digest_algorithm_name(e.algorithm), e.digest,
-                       escape ? escape_text(name) : name);
+    bool escaped = false;
+    const std::string name = gguf_hash_name(e.tensor.empty() ? manifest.file : manifest.file + ":" + e.tensor, escaped);
+    out += fmt::format("{}{:<8}  {}  {}\n", escaped ? "\\" : "", digest_algorithm_name(e.algorithm), e.digest, name);
   }
   return out;
 }
