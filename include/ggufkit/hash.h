@@ -108,7 +108,8 @@ struct GgufHashOptions {
 GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const GgufHashOptions& options,
                                 Threads threads = kAllCores);
 // A name (FILE or FILE:TENSOR) with a terminal control, a newline or bytes that are not UTF-8
-// (needs_escape, text.h) is written escaped (escape_text) on a line that starts with '\', as
+// (needs_escape, text.h), or a space or tab at either end, is written escaped (escape_text, the
+// edge spaces as \x20 / \x09) on a line that starts with '\', as
 // coreutils' sha256sum marks an escaped name: "\xxh64  DIGEST  FILE:a\x0ab". Other lines are
 // gguf-hash's, byte for byte.
 std::string format_gguf_hash(const GgufHashManifest& manifest);
