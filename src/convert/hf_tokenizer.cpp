@@ -88,8 +88,19 @@ struct TokenizerJson {
   std::optional<simdjson::dom::element> vocab, merges;  // model.vocab, model.merges when present
 };
 
+// The fields of a tokenizer.json (the tokenizers library's TokenizerImpl): the root's others are
+// not read, and not copied (a hostile file's megabytes of junk cost only simdjson's parse).
+bool is_tokenizer_field(std::string_view key) {
+  for (const std::string_view k : {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
+                                   "post_processor", "decoder", "model"}) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
 // A simdjson value as nlohmann parses it: non-negative integers unsigned, a repeated key's last
-// value kept; model.vocab and model.merges left out (`depth` 1 is the root's "model").
+// value kept; model.vocab and model.merges left out (`depth` 1 is the root's "model"), and the
+// root's fields other than a tokenizer's.
 json to_nlohmann(simdjson::dom::element e, int depth = 0) {
   using simdjson::dom::element_type;
   switch (e.type()) {
@@ -102,6 +113,7 @@ json to_nlohmann(simdjson::dom::element e, int depth = 0) {
       json out = json::object();
       for (simdjson::dom::key_value_pair field : simdjson::dom::object(e)) {
         if (depth == 1 && (field.key == "vocab" || field.key == "merges")) continue;
+        if (depth == 0 && !is_tokenizer_field(field.key)) continue;
         const bool model = depth == 0 && field.key == "model";
         out[std::string(field.key)] = to_nlohmann(field.value, model ? 1 : 2);
       }
