@@ -1,0 +1,221 @@
+#include "model_fixtures.h"
+
+#include <ggufkit/writer.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace ggufkit::test {
+namespace {
+
+// The tensor type of a weight: Q4_K where rows allow it, Q8_0 else, F32 for vectors (as a
+// Q4_K_M-like mix; the size is what matters).
+TensorType type_for(const std::vector<int64_t>& shape) {
+  if (shape.size() == 1) return TensorType::F32;
+  if (shape[0] % 256 == 0) return TensorType::Q4_K;
+  if (shape[0] % 32 == 0) return TensorType::Q8_0;
+  return TensorType::F16;
+}
+
+class FileWriter final : public ByteSink {
+ public:
+  explicit FileWriter(const std::filesystem::path& path) : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)) {
+    if (fd_ < 0) throw std::runtime_error("cannot create " + path.string());
+  }
+  ~FileWriter() override { ::close(fd_); }
+  Expected<void> write(std::span<const std::byte> bytes) override {
+    if (::write(fd_, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {
+      return make_error(ErrorCode::io_error, std::nullopt, {}, "short write");
+    }
+    return {};
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+const std::vector<ModelShape>& grid_models() {
+  static const std::vector<ModelShape> models = [] {
+    std::vector<ModelShape> m;
+    m.push_back({.name = "Llama-3.1-8B", .arch = "llama", .n_vocab = 128256, .n_embd = 4096, .n_layer = 32,
+                 .n_head = 32, .n_head_kv = 8, .n_ff = 14336});
+    m.push_back({.name = "Mixtral-8x7B", .arch = "llama", .n_vocab = 32000, .n_embd = 4096, .n_layer = 32,
+                 .n_head = 32, .n_head_kv = 8, .n_ff = 14336, .ctx_train = 32768, .n_expert = 8, .n_expert_used = 2});
+    m.push_back({.name = "Qwen2.5-7B", .arch = "qwen2", .n_vocab = 152064, .n_embd = 3584, .n_layer = 28,
+                 .n_head = 28, .n_head_kv = 4, .n_ff = 18944, .ctx_train = 32768, .qkv_bias = true});
+    m.push_back({.name = "Qwen3-8B", .arch = "qwen3", .n_vocab = 151936, .n_embd = 4096, .n_layer = 36,
+                 .n_head = 32, .n_head_kv = 8, .n_ff = 12288, .ctx_train = 40960, .head_dim = 128});
+    m.push_back({.name = "Qwen3-30B-A3B", .arch = "qwen3moe", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48,
+                 .n_head = 32, .n_head_kv = 4, .n_ff = 6144, .ctx_train = 40960, .head_dim = 128, .n_expert = 128,
+                 .n_expert_used = 8, .n_ff_exp = 768, .tied = false});
+    m.push_back({.name = "Gemma-2-9B", .arch = "gemma2", .n_vocab = 256000, .n_embd = 3584, .n_layer = 42,
+                 .n_head = 16, .n_head_kv = 8, .n_ff = 14336, .ctx_train = 8192, .head_dim = 256,
+                 .sliding_window = 4096, .tied = true});
+    m.push_back({.name = "Gemma-3-27B", .arch = "gemma3", .n_vocab = 262208, .n_embd = 5376, .n_layer = 62,
+                 .n_head = 32, .n_head_kv = 16, .n_ff = 21504, .head_dim = 128, .sliding_window = 1024,
+                 .tied = true});
+    m.push_back({.name = "gpt-oss-20b", .arch = "gpt-oss", .n_vocab = 201088, .n_embd = 2880, .n_layer = 24,
+                 .n_head = 64, .n_head_kv = 8, .n_ff = 0, .head_dim = 64, .n_expert = 32, .n_expert_used = 4,
+                 .n_ff_exp = 2880, .sliding_window = 128});
+    m.push_back({.name = "Phi-3-mini-4k", .arch = "phi3", .n_vocab = 32064, .n_embd = 3072, .n_layer = 32,
+                 .n_head = 32, .n_head_kv = 32, .n_ff = 8192, .ctx_train = 4096});
+    m.push_back({.name = "Command-R7B", .arch = "cohere2", .n_vocab = 256000, .n_embd = 4096, .n_layer = 32,
+                 .n_head = 32, .n_head_kv = 8, .n_ff = 14336, .sliding_window = 4096, .tied = true});
+    m.push_back({.name = "DeepSeek-V2-Lite", .arch = "deepseek2", .n_vocab = 102400, .n_embd = 2048, .n_layer = 27,
+                 .n_head = 16, .n_head_kv = 1, .n_ff = 10944, .ctx_train = 163840, .n_expert = 64,
+                 .n_expert_used = 6, .n_ff_exp = 1408, .n_expert_shared = 2, .n_dense_lead = 1,
+                 .kv_lora_rank = 512, .rope_dim = 64, .key_length_mla = 192, .value_length_mla = 128});
+    return m;
+  }();
+  return models;
+}
+
+const ModelShape& grid_model(const std::string& name) {
+  for (const auto& m : grid_models()) {
+    if (m.name == name) return m;
+  }
+  throw std::runtime_error("no grid model " + name);
+}
+
+void write_sparse_model(const ModelShape& s, const std::filesystem::path& path) {
+  GgufBuilder b;
+  const std::string& a = s.arch;
+  const auto u32 = [&](const std::string& key, uint32_t v) { (void)b.set(key, MetadataValue::of<uint32_t>(v)); };
+  const auto f32 = [&](const std::string& key, float v) { (void)b.set(key, MetadataValue::of<float>(v)); };
+  (void)b.set("general.architecture", MetadataValue::string(a));
+  u32(a + ".context_length", s.ctx_train);
+  u32(a + ".embedding_length", s.n_embd);
+  u32(a + ".block_count", s.n_layer);
+  u32(a + ".feed_forward_length", s.n_ff);
+  u32(a + ".attention.head_count", s.n_head);
+  u32(a + ".attention.head_count_kv", s.n_head_kv);
+  f32(a + ".rope.freq_base", 10000.0f);
+  const bool layer_norm = a == "cohere2";
+  f32(a + (layer_norm ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"), 1e-6f);
+  if (a == "cohere2") f32(a + ".logit_scale", 0.25f);
+  uint32_t head_k = s.head_dim != 0 ? s.head_dim : s.n_embd / s.n_head;
+  uint32_t head_v = head_k;
+  if (s.kv_lora_rank != 0) {  // MLA as the current converter writes it: the compressed cache row
+    head_k = s.kv_lora_rank + s.rope_dim;
+    head_v = s.kv_lora_rank;
+    u32(a + ".attention.kv_lora_rank", s.kv_lora_rank);
+    if (s.q_lora_rank != 0) u32(a + ".attention.q_lora_rank", s.q_lora_rank);
+    u32(a + ".attention.key_length_mla", s.key_length_mla);
+    u32(a + ".attention.value_length_mla", s.value_length_mla);
+    u32(a + ".rope.dimension_count", s.rope_dim);
+    u32(a + ".leading_dense_block_count", s.n_dense_lead);
+    u32(a + ".expert_shared_count", s.n_expert_shared);
+  }
+  if (s.head_dim != 0 || s.kv_lora_rank != 0) {
+    u32(a + ".attention.key_length", head_k);
+    u32(a + ".attention.value_length", head_v);
+  }
+  if (s.n_expert != 0) {
+    u32(a + ".expert_count", s.n_expert);
+    u32(a + ".expert_used_count", s.n_expert_used);
+    if (s.n_ff_exp != 0) u32(a + ".expert_feed_forward_length", s.n_ff_exp);
+  }
+  if (s.sliding_window != 0) u32(a + ".attention.sliding_window", s.sliding_window);
+  if (s.swa_pattern != 0) u32(a + ".attention.sliding_window_pattern", s.swa_pattern);
+
+  std::vector<std::string> tokens;
+  tokens.reserve(s.n_vocab);
+  for (uint32_t i = 0; i < s.n_vocab; ++i) tokens.push_back("t" + std::to_string(i));
+  (void)b.set("tokenizer.ggml.model", MetadataValue::string("gpt2"));
+  (void)b.set("tokenizer.ggml.pre", MetadataValue::string("default"));
+  (void)b.set("tokenizer.ggml.tokens", MetadataValue::string_array(tokens));
+  (void)b.set("tokenizer.ggml.merges", MetadataValue::string_array(std::vector<std::string>{"t 1"}));
+  u32("tokenizer.ggml.bos_token_id", s.n_vocab - 1);
+  u32("tokenizer.ggml.eos_token_id", s.n_vocab - 1);
+
+  const auto never = [](uint64_t, std::span<std::byte>) -> Expected<void> {
+    return make_error(ErrorCode::io_error, std::nullopt, {}, "a sparse fixture has no data");
+  };
+  const auto add = [&](const std::string& name, std::vector<int64_t> shape) {
+    if (auto r = b.add_tensor(name, type_for(shape), shape, TensorProducer(never)); !r) {
+      throw std::runtime_error(name + ": " + r.error().describe());
+    }
+  };
+  const int64_t E = s.n_embd, V = s.n_vocab;
+  add("token_embd.weight", {E, V});
+  add("output_norm.weight", {E});
+  if (!s.tied) add("output.weight", {E, V});
+  const int64_t q = int64_t{s.n_head} * head_k, kv = int64_t{s.n_head_kv} * head_k;
+  for (uint32_t il = 0; il < s.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    add(p + "attn_norm.weight", {E});
+    if (a == "deepseek2") {
+      const int64_t nope = s.key_length_mla - s.rope_dim;
+      add(p + "attn_kv_a_norm.weight", {s.kv_lora_rank});
+      add(p + "attn_q.weight", {E, int64_t{s.n_head} * s.key_length_mla});
+      add(p + "attn_kv_a_mqa.weight", {E, s.kv_lora_rank + s.rope_dim});
+      add(p + "attn_k_b.weight", {nope, s.kv_lora_rank, s.n_head});
+      add(p + "attn_v_b.weight", {s.kv_lora_rank, s.value_length_mla, s.n_head});
+      add(p + "attn_output.weight", {int64_t{s.n_head} * s.value_length_mla, E});
+    } else if (a == "phi3") {
+      add(p + "attn_qkv.weight", {E, q + 2 * kv});
+      add(p + "attn_output.weight", {q, E});
+    } else {
+      add(p + "attn_q.weight", {E, q});
+      add(p + "attn_k.weight", {E, kv});
+      add(p + "attn_v.weight", {E, kv});
+      if (s.qkv_bias || a == "gpt-oss") {
+        add(p + "attn_q.bias", {q});
+        add(p + "attn_k.bias", {kv});
+        add(p + "attn_v.bias", {kv});
+      }
+      add(p + "attn_output.weight", {q, E});
+    }
+    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3") {
+      add(p + "attn_q_norm.weight", {head_k});
+      add(p + "attn_k_norm.weight", {head_k});
+    }
+    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss") add(p + "post_attention_norm.weight", {E});
+    if (a == "gemma2" || a == "gemma3") add(p + "post_ffw_norm.weight", {E});
+    if (a == "gpt-oss") {
+      add(p + "attn_sinks.weight", {s.n_head});
+      add(p + "attn_output.bias", {E});
+    }
+    if (a != "cohere2" && a != "gpt-oss") add(p + "ffn_norm.weight", {E});
+    const bool moe = s.n_expert != 0 && il >= s.n_dense_lead;
+    if (!moe) {
+      if (a == "phi3") {
+        add(p + "ffn_up.weight", {E, 2 * int64_t{s.n_ff}});
+      } else {
+        add(p + "ffn_gate.weight", {E, s.n_ff});
+        add(p + "ffn_up.weight", {E, s.n_ff});
+      }
+      add(p + "ffn_down.weight", {s.n_ff, E});
+      continue;
+    }
+    const int64_t ff = s.n_ff_exp != 0 ? s.n_ff_exp : s.n_ff, X = s.n_expert;
+    add(p + "ffn_gate_inp.weight", {E, X});
+    add(p + "ffn_gate_exps.weight", {E, ff, X});
+    add(p + "ffn_up_exps.weight", {E, ff, X});
+    add(p + "ffn_down_exps.weight", {ff, E, X});
+    if (a == "gpt-oss") {
+      add(p + "ffn_gate_inp.bias", {X});
+      add(p + "ffn_gate_exps.bias", {ff, X});
+      add(p + "ffn_up_exps.bias", {ff, X});
+      add(p + "ffn_down_exps.bias", {E, X});
+    }
+    if (s.n_expert_shared != 0) {
+      const int64_t sh = ff * s.n_expert_shared;
+      add(p + "ffn_gate_shexp.weight", {E, sh});
+      add(p + "ffn_up_shexp.weight", {E, sh});
+      add(p + "ffn_down_shexp.weight", {sh, E});
+    }
+  }
+  FileWriter out(path);
+  if (auto r = b.write_header(out); !r) throw std::runtime_error(path.string() + ": " + r.error().describe());
+  if (::ftruncate(out.fd(), static_cast<off_t>(b.file_bytes())) != 0) {
+    throw std::runtime_error("cannot extend " + path.string());
+  }
+}
+
+}  // namespace ggufkit::test
