@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   add(gguf_cli::register_hash);
   add(gguf_cli::register_convert);
   add(gguf_cli::register_types);
+  add(gguf_cli::register_estimate);
   add(gguf_cli::register_completion);
 
   // The man page (installed as gguf.1) from the same definitions as --help; not a verb users need.
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
                gguf_cli::suggestion_or(ggufkit::nearest_name(argv[1], names), " (see gguf --help)"));
     return gguf_cli::kUsageOrIoError;
   }
+  gguf_cli::expand_llama_short_options(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,200 @@
+// gguf estimate FILE... [-c N] [-b N] [-ub N] [-np N] [--kv-unified] [--swa-full] [-ctk T] [-ctv T]
+// [-fa on|off|auto] [--assume-dense] [--json]: the memory llama.cpp allocates for the model and a
+// context on a CPU build (n_gpu_layers = 0, no repacked buffers), from the header alone
+// (ggufkit::estimate_memory). The options are llama-cli's and llama-server's; their defaults are
+// llama_context_default_params()' but --swa-full, off as in llama-cli and llama-server.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "commands.h"
+#include "ggufkit/estimate.h"
+#include "ggufkit/split.h"
+#include "output.h"
+#include "printer.h"
+
+namespace gguf_cli {
+namespace {
+
+struct EstimateArgs {
+  std::vector<std::string> files;
+  uint64_t ctx_size = 512;
+  uint64_t batch_size = 2048;
+  uint64_t ubatch_size = 512;
+  uint64_t parallel = 1;
+  bool kv_unified = false;
+  bool swa_full = false;
+  std::string cache_type_k = "f16";
+  std::string cache_type_v = "f16";
+  std::string flash_attn = "auto";
+  bool assume_dense = false;
+  bool json = false;
+};
+
+// The KV cache types llama-cli and llama-server accept (common/arg.cpp's kv_cache_types).
+constexpr std::string_view kCacheTypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
+
+// llama.cpp's short options of more than one letter, which CLI11 cannot declare.
+constexpr std::pair<std::string_view, std::string_view> kLlamaShortOptions[] = {
+    {"-ub", "--ubatch-size"}, {"-np", "--parallel"}, {"-ctk", "--cache-type-k"},
+    {"-ctv", "--cache-type-v"}, {"-fa", "--flash-attn"}, {"-kvu", "--kv-unified"},
+};
+
+std::string bytes_text(uint64_t bytes) { return fmt::format("{:>11}  {:>14}", human_bytes(bytes), bytes); }
+
+std::string cache_label(const ggufkit::CacheEstimate& c) {
+  switch (c.kind) {
+    case ggufkit::CacheEstimate::Kind::kv: return "KV cache";
+    case ggufkit::CacheEstimate::Kind::kv_swa: return "KV cache, sliding window";
+    case ggufkit::CacheEstimate::Kind::recurrent: return "recurrent state";
+  }
+  return "KV cache";
+}
+
+void print_estimate(Printer& p, const std::string& path, const ggufkit::MemoryEstimate& e) {
+  p.begin_object();
+  p.begin_line();
+  p.field("file", path, terminal_safe(path));
+  p.text(" · ");
+  p.field("architecture", e.architecture, terminal_safe(e.architecture));
+  p.field("assumed_dense", e.assumed_dense, e.assumed_dense ? " (not in the registry: every layer estimated as full attention)" : "");
+  p.end_line();
+  p.begin_line("  context  ");
+  p.field("n_ctx", e.n_ctx, fmt::format("{} cells", e.n_ctx));
+  p.field("n_seq", e.n_seq, fmt::format(" · {}", plural(e.n_seq, "sequence", "sequences")));
+  p.field("n_ctx_seq", e.n_ctx_seq, fmt::format(" of {}", e.n_ctx_seq));
+  p.field("n_batch", e.n_batch, fmt::format(" · batch {}", e.n_batch));
+  p.field("n_ubatch", e.n_ubatch, fmt::format(" · ubatch {}", e.n_ubatch));
+  p.field("flash_attn", e.flash_attn, fmt::format(" · flash attention {}", e.flash_attn ? "on" : "off"));
+  p.end_line();
+  p.text(fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>6} {:>11}  {:>14}", "", "cells", "layers", "K", "V", "size", "bytes"));
+  p.begin_line(fmt::format("  {:<26} {:>7} {:>7} {:>6} {:>6} ", "model (mapped)", "", "", "", ""));
+  p.field("model_bytes", e.model_bytes, bytes_text(e.model_bytes));
+  p.end_line();
+  p.begin_array("caches");
+  for (const ggufkit::CacheEstimate& c : e.caches) {
+    const std::string cells = c.streams > 1 ? fmt::format("{}x{}", c.streams, c.cells) : fmt::format("{}", c.cells);
+    p.begin_object().begin_line(fmt::format("  {:<26} ", cache_label(c)));
+    p.field("kind", ggufkit::cache_kind_name(c.kind));
+    p.field("cells", c.cells, fmt::format("{:>7} ", cells));
+    p.field("streams", c.streams);
+    p.field("layers", c.layers, fmt::format("{:>7} ", c.layers));
+    p.field("type_k", ggufkit::type_name(c.type_k), fmt::format("{:>6} ", ggufkit::type_name(c.type_k)));
+    const std::optional<std::string_view> type_v = c.has_v ? std::optional(ggufkit::type_name(c.type_v)) : std::nullopt;
+    p.field("type_v", type_v, fmt::format("{:>6} ", type_v.value_or("-")));
+    p.field("k_bytes", c.k_bytes);
+    p.field("v_bytes", c.v_bytes);
+    p.field("bytes", c.bytes(), bytes_text(c.bytes()));
+    p.end_line().end_object();
+  }
+  p.end_array();
+  const std::string blank = fmt::format("{:>7} {:>7} {:>6} {:>6} ", "", "", "", "");
+  p.begin_line(fmt::format("  {:<26} {}", "context (KV + state)", blank));
+  p.field("context_bytes", e.context_bytes, bytes_text(e.context_bytes));
+  p.end_line();
+  p.begin_line(fmt::format("  {:<26} {}", "output buffer", blank));
+  p.field("output_bytes", e.output_bytes, bytes_text(e.output_bytes));
+  p.end_line();
+  p.begin_line(fmt::format("  {:<26} {}", "compute buffer (estimated)", blank));
+  p.field("compute_bytes", e.compute_bytes, bytes_text(e.compute_bytes));
+  p.field("compute_estimated", true);
+  p.end_line();
+  p.begin_line(fmt::format("  {:<26} {}", "total", blank));
+  p.field("total_bytes", e.total_bytes, bytes_text(e.total_bytes));
+  p.end_line();
+  p.end_object();
+}
+
+// One line and false for an option value llama.cpp would refuse or that does not fit.
+bool options_of(const EstimateArgs& a, ggufkit::EstimateOptions& o) {
+  const auto fits = [](std::string_view name, uint64_t v, uint64_t max) {
+    if (v <= max) return true;
+    fmt::print(stderr, "gguf estimate: {} {}: above llama.cpp's limit of {}\n", name, v, max);
+    return false;
+  };
+  if (!fits("--ctx-size", a.ctx_size, UINT32_MAX) || !fits("--batch-size", a.batch_size, UINT32_MAX) ||
+      !fits("--ubatch-size", a.ubatch_size, UINT32_MAX) || !fits("--parallel", a.parallel, 256)) {
+    return false;
+  }
+  o.ctx_size = static_cast<uint32_t>(a.ctx_size);
+  o.batch_size = static_cast<uint32_t>(a.batch_size);
+  o.ubatch_size = static_cast<uint32_t>(a.ubatch_size);
+  o.parallel = static_cast<uint32_t>(a.parallel);
+  o.kv_unified = a.kv_unified;
+  o.swa_full = a.swa_full;
+  o.assume_dense = a.assume_dense;
+  o.cache_type_k = *ggufkit::parse_tensor_type(a.cache_type_k);
+  o.cache_type_v = *ggufkit::parse_tensor_type(a.cache_type_v);
+  o.flash_attn = a.flash_attn == "on"    ? ggufkit::FlashAttention::on
+                 : a.flash_attn == "off" ? ggufkit::FlashAttention::off
+                                         : ggufkit::FlashAttention::automatic;
+  return true;
+}
+
+int run_estimate(const EstimateArgs& args) {
+  ggufkit::EstimateOptions options;
+  if (!options_of(args, options)) return kUsageOrIoError;
+  int status = kOk;
+  std::string out;
+  const auto p = Printer::make(args.json, out);
+  p->begin_array();
+  bool first = true;
+  for (const std::string& path : args.files) {
+    const auto model = ggufkit::SplitModel::open(path, metadata_only_ok());
+    const auto e = model ? ggufkit::estimate_memory(*model, options) : ggufkit::Expected<ggufkit::MemoryEstimate>(model.error());
+    if (!e) {
+      report_error(path, e.error());
+      status = kUsageOrIoError;
+      continue;
+    }
+    if (!first) p->text("");
+    print_estimate(*p, path, *e);
+    first = false;
+  }
+  p->end_array();
+  const int written = write_result(out);
+  return written != kOk ? written : status;
+}
+
+}  // namespace
+
+void expand_llama_short_options(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "estimate") return;
+  for (int i = 2; i < argc; ++i) {
+    for (const auto& [short_name, long_name] : kLlamaShortOptions) {
+      if (argv[i] == short_name) argv[i] = const_cast<char*>(long_name.data());  // static storage
+    }
+  }
+}
+
+Runner register_estimate(CLI::App& app) {
+  auto args = std::make_shared<EstimateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "estimate", "The memory llama.cpp allocates for a model and a context on the CPU (model, KV cache, output, "
+                  "compute, total), from the header alone; options as llama-cli's and llama-server's");
+  cmd->add_option("files", args->files, "GGUF files (a split model: its first shard)")->required();
+  cmd->add_option("-c,--ctx-size", args->ctx_size, "Context size in tokens (0: the model's context_length)")
+      ->capture_default_str();
+  cmd->add_option("-b,--batch-size", args->batch_size, "Logical batch size")->capture_default_str();
+  cmd->add_option("--ubatch-size", args->ubatch_size, "Physical batch size (-ub)")->capture_default_str();
+  cmd->add_option("--parallel", args->parallel, "Sequences (slots) decoded in parallel (-np)")->capture_default_str();
+  cmd->add_flag("--kv-unified", args->kv_unified, "One KV buffer shared by every sequence (-kvu; default off)");
+  cmd->add_flag("--swa-full", args->swa_full, "Full-size sliding-window caches (default off, as llama-cli)");
+  std::vector<std::string> types(std::begin(kCacheTypes), std::end(kCacheTypes));
+  cmd->add_option("--cache-type-k", args->cache_type_k, "K cache type (-ctk)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(types));
+  cmd->add_option("--cache-type-v", args->cache_type_v, "V cache type (-ctv); quantized needs flash attention")
+      ->capture_default_str()
+      ->check(CLI::IsMember(types));
+  cmd->add_option("--flash-attn", args->flash_attn, "Flash attention (-fa; auto is on for the CPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off", "auto"}));
+  cmd->add_flag("--assume-dense", args->assume_dense,
+                "An architecture the registry lacks: estimate every layer as full attention");
+  cmd->add_flag("--json", args->json, "Machine-readable output");
+  return [args] { return run_estimate(*args); };
+}
+
+}  // namespace gguf_cli
