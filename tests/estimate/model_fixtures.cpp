@@ -82,7 +82,7 @@ const ModelShape& grid_model(const std::string& name) {
   throw std::runtime_error("no grid model " + name);
 }
 
-void write_sparse_model(const ModelShape& s, const std::filesystem::path& path) {
+GgufBuilder sparse_model_builder(const ModelShape& s) {
   GgufBuilder b;
   const std::string& a = s.arch;
   const auto u32 = [&](const std::string& key, uint32_t v) { (void)b.set(key, MetadataValue::of<uint32_t>(v)); };
@@ -211,11 +211,19 @@ void write_sparse_model(const ModelShape& s, const std::filesystem::path& path) 
       add(p + "ffn_down_shexp.weight", {sh, E});
     }
   }
+  return b;
+}
+
+void write_sparse(const GgufBuilder& b, const std::filesystem::path& path) {
   FileWriter out(path);
   if (auto r = b.write_header(out); !r) throw std::runtime_error(path.string() + ": " + r.error().describe());
   if (::ftruncate(out.fd(), static_cast<off_t>(b.file_bytes())) != 0) {
     throw std::runtime_error("cannot extend " + path.string());
   }
+}
+
+void write_sparse_model(const ModelShape& shape, const std::filesystem::path& path) {
+  write_sparse(sparse_model_builder(shape), path);
 }
 
 }  // namespace ggufkit::test

@@ -3,6 +3,8 @@
 // byte of tensor data, so they stand in for 8B-30B models in the memory comparisons.
 #pragma once
 
+#include <ggufkit/writer.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -33,5 +35,8 @@ const ModelShape& grid_model(const std::string& name);
 // Writes `shape` as a GGUF header (a synthetic vocabulary of n_vocab tokens, every tensor llama.cpp
 // requires for the architecture) and extends the file to its full size without writing the data.
 void write_sparse_model(const ModelShape& shape, const std::filesystem::path& path);
+// The same in two steps, for tests that change a key first.
+GgufBuilder sparse_model_builder(const ModelShape& shape);
+void write_sparse(const GgufBuilder& builder, const std::filesystem::path& path);
 
 }  // namespace ggufkit::test

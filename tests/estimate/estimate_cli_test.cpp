@@ -1,0 +1,78 @@
+// gguf estimate: exit status and both streams, text and --json, llama-cli's short options, several
+// files, and the refusals (one line, exit 2).
+#include "model_fixtures.h"
+#include "test_support.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using ggufkit::test::run_gguf;
+
+const std::filesystem::path& tiny_file() {
+  static const std::filesystem::path path = [] {
+    const auto dir = ggufkit::test::temp_dir("estimate-cli");
+    const ggufkit::test::ModelShape tiny{.name = "tiny", .arch = "llama", .n_vocab = 1000, .n_embd = 256,
+                                         .n_layer = 2, .n_head = 4, .n_head_kv = 2, .n_ff = 512, .ctx_train = 2048};
+    ggufkit::test::write_sparse_model(tiny, dir / "tiny.gguf");
+    return dir / "tiny.gguf";
+  }();
+  return path;
+}
+
+TEST(EstimateCli, TextTable) {
+  const std::string f = tiny_file().string();
+  const auto r = run_gguf({"estimate", f, "-c", "4096", "-np", "2", "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "");
+  // KV: 2 layers x 2 streams x 2048 cells x 128 elements of q8_0 (4 blocks of 34 bytes), K and V;
+  // output: 1000 logits x 2 sequences x 4 bytes.
+  EXPECT_EQ(r.out, f + " · llama\n"
+            "  context  4096 cells · 2 sequences of 2048 · batch 2048 · ubatch 512 · flash attention on\n"
+            "                               cells  layers      K      V        size           bytes\n"
+            "  model (mapped)                                            934.25 KiB          956672\n"
+            "  KV cache                    2x2048       2   q8_0   q8_0    2.12 MiB         2228224\n"
+            "  context (KV + state)                                        2.12 MiB         2228224\n"
+            "  output buffer                                               7.81 KiB            8000\n"
+            "  compute buffer (estimated)                                  7.00 MiB         7340032\n"
+            "  total                                                      10.04 MiB        10532928\n");
+}
+
+TEST(EstimateCli, JsonForSeveralFiles) {
+  const std::string f = tiny_file().string();
+  const auto r = run_gguf({"estimate", "--json", f, f, "--ctx-size", "512"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "");
+  const auto one = nlohmann::json{
+      {"file", f}, {"architecture", "llama"}, {"assumed_dense", false}, {"n_ctx", 512}, {"n_seq", 1},
+      {"n_ctx_seq", 512}, {"n_batch", 512}, {"n_ubatch", 512}, {"flash_attn", true}, {"model_bytes", 956672},
+      {"caches", {{{"kind", "kv"}, {"cells", 512}, {"streams", 1}, {"layers", 2}, {"type_k", "f16"}, {"type_v", "f16"},
+                   {"k_bytes", 262144}, {"v_bytes", 262144}, {"bytes", 524288}}}},
+      {"context_bytes", 524288}, {"output_bytes", 4000}, {"compute_bytes", 5767168}, {"compute_estimated", true},
+      {"total_bytes", 7252128}};
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::array({one, one}));
+}
+
+TEST(EstimateCli, Refusals) {
+  const std::string f = tiny_file().string();
+  auto r = run_gguf({"estimate", f, "-c", "1099511627776"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "gguf estimate: --ctx-size 1099511627776: above llama.cpp's limit of 4294967295\n");
+  r = run_gguf({"estimate", f, "-ctv", "q8_0", "-fa", "off"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "gguf: " + f + ": a quantized V cache requires flash attention [invalid_argument]\n");
+  r = run_gguf({"estimate", f, "-ctk", "q4_K"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--cache-type-k: q4_K not in {f32,f16,bf16,q8_0,q4_0,q4_1,iq4_nl,q5_0,q5_1}"), std::string::npos)
+      << r.err;
+  r = run_gguf({"estimate", (tiny_file().parent_path() / "missing.gguf").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(ggufkit::test::lines_of(r.err).size(), 1u) << r.err;
+}
+
+}  // namespace
