@@ -18,15 +18,17 @@ namespace {
 
 using ggufkit::test::ModelShape;
 
-// The sparse files of the grid's models, written once for the whole test program.
-const std::filesystem::path& fixture(const std::string& name) {
-  static std::map<std::string, std::filesystem::path> files;
+// The sparse files of the grid's models, written and opened once for the whole test program.
+const ggufkit::SplitModel& fixture(const std::string& name) {
+  static std::map<std::string, ggufkit::SplitModel> models;
   static const std::filesystem::path dir = ggufkit::test::temp_dir("estimate-grid");
-  auto it = files.find(name);
-  if (it == files.end()) {
+  auto it = models.find(name);
+  if (it == models.end()) {
     const auto path = dir / (name + ".gguf");
     ggufkit::test::write_sparse_model(ggufkit::test::grid_model(name), path);
-    it = files.emplace(name, path).first;
+    auto model = ggufkit::SplitModel::open(path);
+    if (!model) throw std::runtime_error(model.error().describe());
+    it = models.emplace(name, std::move(*model)).first;
   }
   return it->second;
 }
