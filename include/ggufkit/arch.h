@@ -67,6 +67,7 @@ struct Architecture {
   // (the common ones: context_length, embedding_length, block_count).
   std::span<const std::string_view> required_keys{};
   bool causal = true;  // attention.causal's default
+  bool gated_ffn = true;  // gate, up and down (SwiGLU/GeGLU); false: up and down (bert's GELU)
 };
 
 // Every architecture of the registry, in llama-arch.cpp's order.

@@ -35,7 +35,7 @@ const std::array kArchitectures = {
                  .swa = {.when = SwaWhen::unless_window_zero, .type = SwaType::chunked, .period = 4,
                          .default_window = 8192, .window_forced = true},
                  .required_keys = kLlama4},
-    Architecture{.name = "bert", .memory = Memory::none, .required_keys = kEps},
+    Architecture{.name = "bert", .memory = Memory::none, .required_keys = kEps, .gated_ffn = false},
     Architecture{.name = "nomic-bert", .memory = Memory::none, .required_keys = kEps},
     Architecture{.name = "qwen2", .required_keys = kRmsEps},
     Architecture{.name = "qwen3", .required_keys = kRmsEps},

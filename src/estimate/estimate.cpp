@@ -75,13 +75,20 @@ Expected<CacheEstimate> kv_cache(const arch::Hyperparameters& hp, bool swa_layer
 //   MoE) with four rows of n_embd.
 uint64_t compute_estimate(const arch::Hyperparameters& hp, const MemoryEstimate& e) {
   const double row = double(e.n_ubatch) * 4.0;  // one F32 value per token of the ubatch
-  const double output = row * (double(hp.n_vocab) + 2.0 * hp.n_embd + 1.0);
+  // An encoder (no memory: bert, nomic-bert) pools embeddings instead of computing logits, and
+  // attends within the ubatch.
+  const bool encoder = hp.entry != nullptr && hp.entry->memory == arch::Memory::none;
+  const double output = encoder ? row * 2.0 * hp.n_embd : row * (double(hp.n_vocab) + 2.0 * hp.n_embd + 1.0);
   uint32_t n_head = 0, head_k = 0;
   for (const auto& l : hp.layers) {
     n_head = std::max(n_head, l.n_head);
     head_k = std::max(head_k, l.head_k);
   }
   double masks = 0, n_kv_max = 0;
+  if (encoder) {
+    masks = double(e.n_ubatch) * e.n_ubatch * (e.flash_attn ? 2.0 : 4.0);
+    n_kv_max = e.n_ubatch;
+  }
   for (const auto& c : e.caches) {
     if (c.kind == CacheEstimate::Kind::recurrent) continue;
     masks += double(c.cells) * e.n_ubatch * (e.flash_attn ? 2.0 : 4.0);
@@ -90,7 +97,8 @@ uint64_t compute_estimate(const arch::Hyperparameters& hp, const MemoryEstimate&
   // An MoE layer's experts are n_ff wide without expert_feed_forward_length (Mixtral as llama).
   const double ff = hp.n_expert > 0 ? double(hp.n_ff_exp > 0 ? hp.n_ff_exp : hp.n_ff) * std::max<uint32_t>(1, hp.n_expert_used)
                                     : double(hp.n_ff);
-  const double ffn = masks + row * (3.0 * ff + 4.0 * hp.n_embd);
+  const bool gated = hp.entry == nullptr || hp.entry->gated_ffn;
+  const double ffn = masks + row * (gated ? 3.0 * ff + 4.0 * hp.n_embd : ff + 2.0 * hp.n_embd);
   double attention = 0;
   if (!e.flash_attn && n_kv_max > 0) {
     const double rows = hp.mla ? 10.0 * n_head * head_k + 5.5 * hp.n_embd : 5.5 * hp.n_embd;

@@ -73,13 +73,17 @@ TEST(EstimateGrid, ModelContextAndOutputBytesEqualLlamaCppOnEveryRow) {
 // The compute buffer is estimated. The aim (issue 30) is 5% of llama.cpp's with flash attention on
 // and 15% off; the models the estimate does not reach it for yet have their current bound here, so
 // that a regression fails and an improvement shows: MLA's attention (DeepSeek-V2-Lite), Gemma 3 with
-// a full-size SWA cache at 128k, Phi-3's fused feed-forward at 4k, gpt-oss's sinks.
+// a full-size SWA cache at 128k, Phi-3's fused feed-forward at 4k, gpt-oss's sinks, Granite at
+// 32k with 1024-token ubatches, the encoders' feed-forward (bge, nomic-embed).
 TEST(EstimateGrid, ComputeBytesWithinTolerance) {
   const std::map<std::string, std::pair<double, double>> exceptions = {
       {"DeepSeek-V2-Lite", {0.14, 0.44}},
       {"Gemma-3-27B", {0.21, 0.15}},
       {"Phi-3-mini-4k", {0.17, 0.15}},
       {"gpt-oss-20b", {0.08, 0.15}},
+      {"Granite-3.3-8B", {0.07, 0.15}},
+      {"bge-small-en-v1.5", {0.14, 0.15}},
+      {"nomic-embed-text-v1.5", {0.14, 0.15}},
   };
   const auto rows = grid();
   std::map<std::string, std::pair<double, double>> worst;

@@ -70,6 +70,16 @@ const std::vector<ModelShape>& grid_models() {
                  .n_head = 16, .n_head_kv = 1, .n_ff = 10944, .ctx_train = 163840, .n_expert = 64,
                  .n_expert_used = 6, .n_ff_exp = 1408, .n_expert_shared = 2, .n_dense_lead = 1,
                  .kv_lora_rank = 512, .rope_dim = 64, .key_length_mla = 192, .value_length_mla = 128});
+    m.push_back({.name = "Mistral-Small-3.1-24B", .arch = "mistral3", .n_vocab = 131072, .n_embd = 5120, .n_layer = 40,
+                 .n_head = 32, .n_head_kv = 8, .n_ff = 32768, .head_dim = 128});
+    m.push_back({.name = "SmolLM3-3B", .arch = "smollm3", .n_vocab = 128256, .n_embd = 2048, .n_layer = 36,
+                 .n_head = 16, .n_head_kv = 4, .n_ff = 11008, .ctx_train = 65536, .tied = true});
+    m.push_back({.name = "Granite-3.3-8B", .arch = "granite", .n_vocab = 49159, .n_embd = 4096, .n_layer = 40,
+                 .n_head = 32, .n_head_kv = 8, .n_ff = 12800, .tied = true});
+    m.push_back({.name = "bge-small-en-v1.5", .arch = "bert", .n_vocab = 30522, .n_embd = 384, .n_layer = 12,
+                 .n_head = 12, .n_head_kv = 12, .n_ff = 1536, .ctx_train = 512, .tied = true});
+    m.push_back({.name = "nomic-embed-text-v1.5", .arch = "nomic-bert", .n_vocab = 30522, .n_embd = 768,
+                 .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .ctx_train = 2048, .tied = true});
     return m;
   }();
   return models;
@@ -95,9 +105,16 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   u32(a + ".attention.head_count", s.n_head);
   u32(a + ".attention.head_count_kv", s.n_head_kv);
   f32(a + ".rope.freq_base", 10000.0f);
-  const bool layer_norm = a == "cohere2";
+  const bool bert = a == "bert" || a == "nomic-bert";
+  const bool layer_norm = a == "cohere2" || bert;
   f32(a + (layer_norm ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"), 1e-6f);
-  if (a == "cohere2") f32(a + ".logit_scale", 0.25f);
+  if (a == "cohere2" || a == "granite") f32(a + ".logit_scale", 0.25f);
+  if (bert) {
+    (void)b.set(a + ".attention.causal", MetadataValue::of(false));
+    u32(a + ".pooling_type", 2);
+    u32("tokenizer.ggml.token_type_count", 2);
+    if (a == "nomic-bert") u32(a + ".moe_every_n_layers", 0);
+  }
   uint32_t head_k = s.head_dim != 0 ? s.head_dim : s.n_embd / s.n_head;
   uint32_t head_v = head_k;
   if (s.kv_lora_rank != 0) {  // MLA as the current converter writes it: the compressed cache row
@@ -143,12 +160,32 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   };
   const int64_t E = s.n_embd, V = s.n_vocab;
   add("token_embd.weight", {E, V});
-  add("output_norm.weight", {E});
+  if (bert) {
+    if (a == "bert") add("position_embd.weight", {E, s.ctx_train});
+    add("token_embd_norm.weight", {E});
+    add("token_embd_norm.bias", {E});
+  } else {
+    add("output_norm.weight", {E});
+  }
   if (!s.tied) add("output.weight", {E, V});
   const int64_t q = int64_t{s.n_head} * head_k, kv = int64_t{s.n_head_kv} * head_k;
   for (uint32_t il = 0; il < s.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
-    add(p + "attn_norm.weight", {E});
+    if (!bert) add(p + "attn_norm.weight", {E});
+    if (bert) {
+      add(p + "attn_q.weight", {E, q});
+      add(p + "attn_k.weight", {E, kv});
+      add(p + "attn_v.weight", {E, kv});
+      add(p + "attn_output.weight", {q, E});
+      add(p + "attn_output_norm.weight", {E});
+      add(p + "attn_output_norm.bias", {E});
+      add(p + "ffn_up.weight", {E, s.n_ff});
+      if (a == "nomic-bert") add(p + "ffn_gate.weight", {E, s.n_ff});
+      add(p + "ffn_down.weight", {s.n_ff, E});
+      add(p + "layer_output_norm.weight", {E});
+      add(p + "layer_output_norm.bias", {E});
+      continue;
+    }
     if (a == "deepseek2") {
       const int64_t nope = s.key_length_mla - s.rope_dim;
       add(p + "attn_kv_a_norm.weight", {s.kv_lora_rank});
