@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,5 +77,12 @@ struct MemoryEstimate {
 Expected<MemoryEstimate> estimate_memory(const SplitModel& model, const EstimateOptions& options = {});
 // Opens `path` (a plain file or a split model's first shard) and estimates it.
 Expected<MemoryEstimate> estimate_memory(const std::filesystem::path& path, const EstimateOptions& options = {});
+
+// The largest context, in llama.cpp's 256-cell steps and at most the model's context_length, whose
+// total_bytes is at most `memory_bytes` (options.ctx_size is ignored): its estimate, or nullopt
+// when not even 256 cells fit. A binary search over estimate_memory (the total grows with the
+// context).
+Expected<std::optional<MemoryEstimate>> estimate_max_context(const SplitModel& model, const EstimateOptions& options,
+                                                             uint64_t memory_bytes);
 
 }  // namespace ggufkit

@@ -107,6 +107,9 @@ uint64_t compute_estimate(const arch::Hyperparameters& hp, const MemoryEstimate&
   return static_cast<uint64_t>(std::max({output, ffn, attention}));
 }
 
+// The steps of 256 cells in the context a ctx_size of 0 resolves to (the model's context_length).
+uint64_t arch_context_steps(const MemoryEstimate& trained) { return trained.n_ctx / kCellStep; }
+
 }  // namespace
 
 std::string_view cache_kind_name(CacheEstimate::Kind kind) {
@@ -216,6 +219,37 @@ Expected<MemoryEstimate> estimate_memory(const SplitModel& model, const Estimate
   if (!total3) return overflow("the total");
   e.total_bytes = *total3;
   return e;
+}
+
+Expected<std::optional<MemoryEstimate>> estimate_max_context(const SplitModel& model, const EstimateOptions& options,
+                                                             uint64_t memory_bytes) {
+  EstimateOptions o = options;
+  const auto at = [&](uint64_t steps) {
+    o.ctx_size = static_cast<uint32_t>(steps * kCellStep);
+    return estimate_memory(model, o);
+  };
+  auto smallest = at(1);
+  if (!smallest) return smallest.error();
+  if (smallest->total_bytes > memory_bytes) return std::optional<MemoryEstimate>();
+  // The model's trained context, in whole steps (at least one).
+  auto trained = estimate_memory(model, [&] {
+    EstimateOptions t = options;
+    t.ctx_size = 0;
+    return t;
+  }());
+  if (!trained) return trained.error();
+  uint64_t lo = 1, hi = std::max<uint64_t>(1, arch_context_steps(*trained));
+  if (auto top = at(hi); top && top->total_bytes <= memory_bytes) return std::optional<MemoryEstimate>(*top);
+  // total(lo) fits, total(hi) does not.
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    auto e = at(mid);
+    if (!e) return e.error();
+    (e->total_bytes <= memory_bytes ? lo : hi) = mid;
+  }
+  auto best = at(lo);
+  if (!best) return best.error();
+  return std::optional<MemoryEstimate>(*best);
 }
 
 Expected<MemoryEstimate> estimate_memory(const std::filesystem::path& path, const EstimateOptions& options) {

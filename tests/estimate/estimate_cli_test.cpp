@@ -76,3 +76,35 @@ TEST(EstimateCli, Refusals) {
 }
 
 }  // namespace
+
+namespace {
+
+// --max-ctx --mem: the context found fits, 256 cells more do not; nothing fitting is exit 1.
+TEST(EstimateCli, MaxContextFitsAndTheNextStepDoesNot) {
+  const std::string f = tiny_file().string();
+  const auto r = run_gguf({"estimate", f, "--max-ctx", "--mem", "7.5MiB", "--json"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "");
+  const auto found = nlohmann::json::parse(r.out).at(0);
+  const uint64_t n_ctx = found.at("n_ctx");
+  EXPECT_EQ(found.at("mem_bytes"), 7864320u);
+  EXPECT_EQ(found.at("fits"), true);
+  EXPECT_EQ(n_ctx % 256, 0u);
+  EXPECT_GT(n_ctx, 256u);
+  EXPECT_LT(n_ctx, 2048u);  // below the model's context_length: the budget is what stops it
+  const auto next = run_gguf({"estimate", f, "-c", std::to_string(n_ctx + 256), "--mem", "7.5MiB", "--json"});
+  EXPECT_EQ(next.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(next.out).at(0).at("fits"), false);
+  const auto none = run_gguf({"estimate", f, "--max-ctx", "--mem", "1M"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err, "gguf estimate: " + f + ": not even 256 cells fit in 1.00 MiB (3.79 MiB needed)\n");
+  const auto no_mem = run_gguf({"estimate", f, "--max-ctx"});
+  EXPECT_EQ(no_mem.exit_code, 2);
+  EXPECT_EQ(no_mem.err, "gguf estimate: --max-ctx needs --mem SIZE, the memory to fit\n");
+  const auto bad = run_gguf({"estimate", f, "--mem", "lots"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "gguf estimate: --mem lots: not a size (bytes, or with K, M, G, T: 24GiB, 1.5T)\n");
+}
+
+}  // namespace

@@ -130,3 +130,60 @@ TEST(EstimateOracleCorpus, TinyLlamaMixesMatchLlamaCpp) {
 }
 
 }  // namespace
+
+namespace {
+
+// --max-ctx: the largest context whose total fits, against a binary search over libllama's own
+// totals (model + context + output + compute), to 256 cells.
+TEST(EstimateOracleMaxContext, AgreesWithABinarySearchOverLlamaCpp) {
+  const MemoryOracle* oracle = oracle_or_skip();
+  if (oracle == nullptr) return;
+  const auto dir = ggufkit::test::temp_dir("estimate-oracle-max");
+  for (const auto& [name, budget] : {std::pair{std::string("Llama-3.1-8B"), 12ull << 30},
+                                     std::pair{std::string("Gemma-3-27B"), 24ull << 30}}) {
+    SCOPED_TRACE(name);
+    const auto path = dir / (name + ".gguf");
+    ggufkit::test::write_sparse_model(ggufkit::test::grid_model(name), path);
+    // libllama's totals at several contexts in one model load.
+    const auto totals_at = [&](const std::vector<uint32_t>& steps) {
+      std::vector<OracleContext> contexts;
+      for (uint32_t s : steps) {
+        OracleContext c;
+        c.n_ctx = s * 256;
+        contexts.push_back(c);
+      }
+      std::vector<std::string> errors;
+      const auto r = oracle->measure(path.string(), contexts, &errors);
+      std::vector<uint64_t> totals;
+      for (size_t i = 0; i < r.size(); ++i) {
+        EXPECT_TRUE(r[i]) << errors[i];
+        const auto output = static_cast<uint64_t>(std::stod(r[i]->output_mib) * 1024 * 1024);
+        totals.push_back(r[i]->model + r[i]->context + r[i]->compute + output);
+      }
+      return totals;
+    };
+    // The search in two passes of one load each: every 16th step, then the 16 steps of the bracket.
+    std::vector<uint32_t> coarse;
+    for (uint32_t s = 1; s <= 512; s += 16) coarse.push_back(s);
+    const auto coarse_totals = totals_at(coarse);
+    ASSERT_EQ(coarse_totals.size(), coarse.size());
+    ASSERT_LE(coarse_totals[0], budget);
+    ASSERT_GT(coarse_totals.back(), budget);
+    size_t i = 0;
+    while (coarse_totals[i + 1] <= budget) ++i;
+    std::vector<uint32_t> fine;
+    for (uint32_t s = coarse[i]; s < coarse[i + 1]; ++s) fine.push_back(s);
+    const auto fine_totals = totals_at(fine);
+    uint32_t lo = coarse[i];
+    for (size_t k = 0; k < fine.size(); ++k) {
+      if (fine_totals[k] <= budget) lo = fine[k];
+    }
+    auto model = ggufkit::SplitModel::open(path);
+    ASSERT_TRUE(model);
+    const auto ours = ggufkit::estimate_max_context(*model, {}, budget);
+    ASSERT_TRUE(ours && *ours);
+    EXPECT_NEAR(static_cast<double>((*ours)->n_ctx), lo * 256.0, 256.0);
+  }
+}
+
+}  // namespace

@@ -29,8 +29,34 @@ struct EstimateArgs {
   std::string cache_type_v = "f16";
   std::string flash_attn = "auto";
   bool assume_dense = false;
+  bool max_ctx = false;
+  std::string mem;
   bool json = false;
 };
+
+// "24GiB", "24G", "1.5T", "8000MiB", "123456" (bytes); binary units. Nullopt when malformed.
+std::optional<uint64_t> parse_size(std::string_view text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(std::string(text), &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit(text.substr(used));
+  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "iB") unit.resize(unit.size() - 2);
+  else if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b') && unit.size() > 1) unit.pop_back();
+  double scale = 1;
+  if (unit == "" || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "k") scale = 1024.0;
+  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else return std::nullopt;
+  const double bytes = value * scale;
+  if (!(bytes >= 0) || bytes >= 1.8e19) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
 
 // The KV cache types llama-cli and llama-server accept (common/arg.cpp's kv_cache_types).
 constexpr std::string_view kCacheTypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
@@ -52,7 +78,7 @@ std::string cache_label(const ggufkit::CacheEstimate& c) {
   return "KV cache";
 }
 
-void print_estimate(Printer& p, const std::string& path, const ggufkit::MemoryEstimate& e) {
+void print_estimate(Printer& p, const std::string& path, const ggufkit::MemoryEstimate& e, std::optional<uint64_t> mem) {
   p.begin_object();
   p.begin_line();
   p.field("file", path, terminal_safe(path));
@@ -103,6 +129,12 @@ void print_estimate(Printer& p, const std::string& path, const ggufkit::MemoryEs
   p.begin_line(fmt::format("  {:<26} {}", "total", blank));
   p.field("total_bytes", e.total_bytes, bytes_text(e.total_bytes));
   p.end_line();
+  if (mem) {
+    p.begin_line(fmt::format("  {:<26} {}", "memory", blank));
+    p.field("mem_bytes", *mem, bytes_text(*mem));
+    p.field("fits", e.total_bytes <= *mem, e.total_bytes <= *mem ? "  fits" : "  does not fit");
+    p.end_line();
+  }
   p.end_object();
 }
 
@@ -135,6 +167,18 @@ bool options_of(const EstimateArgs& a, ggufkit::EstimateOptions& o) {
 int run_estimate(const EstimateArgs& args) {
   ggufkit::EstimateOptions options;
   if (!options_of(args, options)) return kUsageOrIoError;
+  std::optional<uint64_t> mem;
+  if (!args.mem.empty()) {
+    mem = parse_size(args.mem);
+    if (!mem) {
+      fmt::print(stderr, "gguf estimate: --mem {}: not a size (bytes, or with K, M, G, T: 24GiB, 1.5T)\n", args.mem);
+      return kUsageOrIoError;
+    }
+  }
+  if (args.max_ctx && !mem) {
+    fmt::print(stderr, "gguf estimate: --max-ctx needs --mem SIZE, the memory to fit\n");
+    return kUsageOrIoError;
+  }
   int status = kOk;
   std::string out;
   const auto p = Printer::make(args.json, out);
@@ -142,14 +186,40 @@ int run_estimate(const EstimateArgs& args) {
   bool first = true;
   for (const std::string& path : args.files) {
     const auto model = ggufkit::SplitModel::open(path, metadata_only_ok());
-    const auto e = model ? ggufkit::estimate_memory(*model, options) : ggufkit::Expected<ggufkit::MemoryEstimate>(model.error());
-    if (!e) {
-      report_error(path, e.error());
+    if (!model) {
+      report_error(path, model.error());
       status = kUsageOrIoError;
       continue;
     }
+    std::optional<ggufkit::MemoryEstimate> e;
+    if (args.max_ctx) {
+      auto best = ggufkit::estimate_max_context(*model, options, *mem);
+      if (!best) {
+        report_error(path, best.error());
+        status = kUsageOrIoError;
+        continue;
+      }
+      if (!*best) {
+        auto smallest = options;
+        smallest.ctx_size = 256;
+        auto need = ggufkit::estimate_memory(*model, smallest);
+        fmt::print(stderr, "gguf estimate: {}: not even 256 cells fit in {} ({} needed)\n", terminal_safe(path),
+                   human_bytes(*mem), need ? human_bytes(need->total_bytes) : "more");
+        status = std::max<int>(status, kProblemFound);
+        continue;
+      }
+      e = std::move(**best);
+    } else {
+      auto one = ggufkit::estimate_memory(*model, options);
+      if (!one) {
+        report_error(path, one.error());
+        status = kUsageOrIoError;
+        continue;
+      }
+      e = std::move(*one);
+    }
     if (!first) p->text("");
-    print_estimate(*p, path, *e);
+    print_estimate(*p, path, *e, mem);
     first = false;
   }
   p->end_array();
@@ -193,6 +263,9 @@ Runner register_estimate(CLI::App& app) {
       ->check(CLI::IsMember({"on", "off", "auto"}));
   cmd->add_flag("--assume-dense", args->assume_dense,
                 "An architecture the registry lacks: estimate every layer as full attention");
+  cmd->add_option("--mem", args->mem, "Memory to fit (24GiB, 16G, 1.5T, bytes): says whether the total fits");
+  cmd->add_flag("--max-ctx", args->max_ctx,
+                "The largest context (256-cell steps, at most the model's context_length) whose total fits --mem");
   cmd->add_flag("--json", args->json, "Machine-readable output");
   return [args] { return run_estimate(*args); };
 }
