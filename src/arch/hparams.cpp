@@ -135,6 +135,41 @@ Expected<void> apply_swa(const Architecture& a, const Keys& keys, Hyperparameter
   return {};
 }
 
+// The recurrent layers and their state rows (llama_hparams::n_embd_r / n_embd_s, is_recr).
+Expected<void> apply_recurrent(const Architecture& a, const Keys& keys, Hyperparameters& hp) {
+  if (a.memory != Memory::recurrent && a.memory != Memory::hybrid) return {};
+  const uint32_t n_layer = static_cast<uint32_t>(hp.layers.size());
+  if (a.memory == Memory::recurrent) {
+    for (Layer& l : hp.layers) l.recurrent = true;
+  } else {
+    std::vector<uint32_t> flags;
+    const auto v = keys.value("attention.recurrent_layers");
+    if (v && v->type() == ValueType::Array) {
+      const auto arr = v->as_array();
+      if (!arr || arr->size() != n_layer || arr->element_type() != ValueType::Bool) {
+        return bad(keys.key("attention.recurrent_layers"),
+                   fmt::format("is not an array of {} bools, one per layer", n_layer));
+      }
+      for (uint32_t il = 0; il < n_layer; ++il) hp.layers[il].recurrent = *arr->get<bool>(il);
+    } else {
+      GGUFKIT_TRY(interval, keys.u32("full_attention_interval"));
+      const uint32_t every = interval.value_or(4);
+      if (every == 0) return bad(keys.key("full_attention_interval"), "is 0");
+      for (uint32_t il = 0; il < n_layer; ++il) hp.layers[il].recurrent = (il + 1) % every != 0;
+    }
+  }
+  if (a.state == State::ssm) {
+    GGUFKIT_TRY(d_conv, keys.required_u32("ssm.conv_kernel"));
+    GGUFKIT_TRY(d_inner, keys.required_u32("ssm.inner_size"));
+    GGUFKIT_TRY(d_state, keys.required_u32("ssm.state_size"));
+    GGUFKIT_TRY(n_group, keys.required_u32("ssm.group_count"));
+    // Mamba's conv state (the first column is shifted out, not kept) and its SSM state.
+    hp.n_embd_r = uint64_t{d_conv > 0 ? d_conv - 1 : 0} * (uint64_t{d_inner} + 2ull * n_group * d_state);
+    hp.n_embd_s = uint64_t{d_state} * d_inner;
+  }
+  return {};
+}
+
 }  // namespace
 
 uint64_t Hyperparameters::n_embd_v_gqa_max() const {
@@ -221,8 +256,8 @@ Expected<Hyperparameters> derive_hyperparameters(const GgufFile& file, const Der
   GGUFKIT_TRY(v_swa, keys.u32("attention.value_length_swa"));
   const Memory memory = hp.entry != nullptr ? hp.entry->memory : Memory::kv_cache;
   if (memory == Memory::kv_cache || memory == Memory::hybrid) {
-    for (uint32_t il = 0; il < n_layer; ++il) {
-      if (n_head[il] == 0 && memory == Memory::kv_cache) {
+    for (uint32_t il = 0; il < n_layer && memory == Memory::kv_cache; ++il) {
+      if (n_head[il] == 0) {
         return bad(keys.key("attention.head_count"),
                    il == 0 && !keys.has("attention.head_count") ? "is missing; an attention model needs it"
                                                                 : fmt::format("is 0 for layer {}", il));
@@ -244,6 +279,7 @@ Expected<Hyperparameters> derive_hyperparameters(const GgufFile& file, const Der
   }
   if (hp.entry != nullptr) {
     if (auto r = apply_swa(*hp.entry, keys, hp); !r) return r.error();
+    if (auto r = apply_recurrent(*hp.entry, keys, hp); !r) return r.error();
   }
   for (Layer& l : hp.layers) {
     if (l.swa) {

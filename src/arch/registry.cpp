@@ -24,6 +24,11 @@ constexpr std::string_view kGlm4Moe[] = {"attention.layer_norm_rms_epsilon", "ex
                                          "expert_shared_count"};
 
 // set_swa_pattern(period): layer il slides unless il % period == period - 1.
+constexpr std::string_view kSsm[] = {"attention.layer_norm_rms_epsilon", "ssm.conv_kernel", "ssm.inner_size",
+                                     "ssm.state_size", "ssm.time_step_rank", "ssm.group_count"};
+constexpr std::string_view kQwen35[] = {"attention.layer_norm_rms_epsilon", "rope.dimension_sections", "ssm.conv_kernel",
+                                        "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "ssm.group_count"};
+
 constexpr SwaRule swa_always(uint32_t period, uint32_t default_window = 0) {
   return {.when = SwaWhen::always, .period = period, .default_window = default_window};
 }
@@ -40,11 +45,16 @@ const std::array kArchitectures = {
     Architecture{.name = "qwen2", .required_keys = kRmsEps},
     Architecture{.name = "qwen3", .required_keys = kRmsEps},
     Architecture{.name = "qwen3moe", .required_keys = kRmsEps},
+    // Gated DeltaNet layers (recurrent, the SSM state rows) between full-attention layers: every
+    // full_attention_interval-th layer (4 by default) attends, or attention.recurrent_layers says.
+    Architecture{.name = "qwen35", .memory = Memory::hybrid, .state = State::ssm, .required_keys = kQwen35},
+    Architecture{.name = "qwen35moe", .memory = Memory::hybrid, .state = State::ssm, .required_keys = kQwen35},
     // Phi-3's sliding window is disabled in llama.cpp (its load_arch_hparams sets none).
     Architecture{.name = "phi3", .required_keys = kRmsEps},
     Architecture{.name = "gemma", .required_keys = kRmsEps},
     Architecture{.name = "gemma2", .swa = swa_always(2, 4096), .required_keys = kRmsEps},
     Architecture{.name = "gemma3", .swa = swa_if_window(6), .required_keys = kRmsEps},
+    Architecture{.name = "mamba2", .memory = Memory::recurrent, .state = State::ssm, .required_keys = kSsm},
     Architecture{.name = "command-r", .required_keys = kEps},
     Architecture{.name = "cohere2", .swa = swa_always(4), .required_keys = kCohere2},
     Architecture{.name = "olmo2", .swa = swa_if_window(4), .required_keys = kRmsEps},

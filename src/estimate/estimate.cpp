@@ -180,7 +180,9 @@ Expected<MemoryEstimate> estimate_memory(const SplitModel& model, const Estimate
   }
 
   // create_memory.
-  if (has_memory) {
+  const bool has_attention =
+      std::any_of(hp.layers.begin(), hp.layers.end(), [](const arch::Layer& l) { return !l.recurrent; });
+  if (has_memory && has_attention) {
     const uint32_t streams = o.kv_unified ? 1 : e.n_seq;
     const bool v_trans = !e.flash_attn;
     if (hp.any_swa()) {
@@ -200,6 +202,25 @@ Expected<MemoryEstimate> estimate_memory(const SplitModel& model, const Estimate
       if (!base) return base.error();
       e.caches.push_back(*base);
     }
+  }
+  // llama_memory_recurrent: per recurrent layer, an F32 conv row and an F32 state row per sequence.
+  if (has_memory && std::any_of(hp.layers.begin(), hp.layers.end(), [](const arch::Layer& l) { return l.recurrent; })) {
+    CacheEstimate r;
+    r.kind = CacheEstimate::Kind::recurrent;
+    r.cells = e.n_seq;  // mem_size = max(1, n_seq_max)
+    r.type_k = r.type_v = TensorType::F32;
+    for (const arch::Layer& l : hp.layers) {
+      if (!l.recurrent) continue;
+      ++r.layers;
+      const auto conv = tensor_bytes(TensorType::F32, hp.n_embd_r, e.n_seq);
+      const auto state = tensor_bytes(TensorType::F32, hp.n_embd_s, e.n_seq);
+      const auto k_sum = conv ? checked::add(r.k_bytes, *conv) : std::nullopt;
+      const auto v_sum = state ? checked::add(r.v_bytes, *state) : std::nullopt;
+      if (!k_sum || !v_sum) return overflow("the recurrent state");
+      r.k_bytes = *k_sum;
+      r.v_bytes = *v_sum;
+    }
+    e.caches.push_back(r);
   }
   for (const CacheEstimate& c : e.caches) {
     const auto sum = checked::add(e.context_bytes, c.bytes());

@@ -74,7 +74,8 @@ TEST(EstimateGrid, ModelContextAndOutputBytesEqualLlamaCppOnEveryRow) {
 // and 15% off; the models the estimate does not reach it for yet have their current bound here, so
 // that a regression fails and an improvement shows: MLA's attention (DeepSeek-V2-Lite), Gemma 3 with
 // a full-size SWA cache at 128k, Phi-3's fused feed-forward at 4k, gpt-oss's sinks, Granite at
-// 32k with 1024-token ubatches, the encoders' feed-forward (bge, nomic-embed).
+// 32k with 1024-token ubatches, the encoders' feed-forward (bge, nomic-embed), qwen35's
+// mask that outlives the last layer at 128k with flash attention.
 TEST(EstimateGrid, ComputeBytesWithinTolerance) {
   const std::map<std::string, std::pair<double, double>> exceptions = {
       {"DeepSeek-V2-Lite", {0.14, 0.44}},
@@ -84,6 +85,7 @@ TEST(EstimateGrid, ComputeBytesWithinTolerance) {
       {"Granite-3.3-8B", {0.07, 0.15}},
       {"bge-small-en-v1.5", {0.14, 0.15}},
       {"nomic-embed-text-v1.5", {0.14, 0.15}},
+      {"Qwen3.5-hybrid", {0.30, 0.15}},
   };
   const auto rows = grid();
   std::map<std::string, std::pair<double, double>> worst;

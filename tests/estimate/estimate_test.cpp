@@ -271,3 +271,40 @@ TEST(EstimateRefuses, ContextsLlamaCppRefusesOrThatDoNotFit) {
 }
 
 }  // namespace
+
+namespace {
+
+// Recurrent state (llama_memory_recurrent): per recurrent layer, an F32 conv row of
+// (d_conv - 1) x (d_inner + 2 x groups x d_state) and an F32 state row of d_state x d_inner, per sequence.
+TEST(EstimateRecurrent, Mamba2KeepsAStatePerSequenceAndNoKvCache) {
+  const auto e = ggufkit::estimate_memory(write(grid_model("Mamba2-2.7B")), {.ctx_size = 32768, .parallel = 2});
+  ASSERT_TRUE(e) << e.error().describe();
+  ASSERT_EQ(e->caches.size(), 1u);
+  const auto& r = e->caches[0];
+  EXPECT_EQ(r.kind, ggufkit::CacheEstimate::Kind::recurrent);
+  EXPECT_EQ(r.layers, 64u);
+  EXPECT_EQ(r.cells, 2u);
+  EXPECT_EQ(r.k_bytes, 64ull * 3 * (5120 + 2 * 128) * 4 * 2);
+  EXPECT_EQ(r.v_bytes, 64ull * 128 * 5120 * 4 * 2);
+  EXPECT_EQ(e->context_bytes, r.bytes());  // the context size does not matter
+}
+
+TEST(EstimateRecurrent, Qwen35AttendsEveryFourthLayerAndKeepsGatedDeltaNetStateInTheOthers) {
+  const auto path = write(grid_model("Qwen3.5-hybrid"));
+  const auto hp = derive(path);
+  uint32_t attention = 0;
+  for (uint32_t il = 0; il < hp.layers.size(); ++il) {
+    EXPECT_EQ(hp.layers[il].recurrent, (il + 1) % 4 != 0) << il;
+    attention += hp.layers[il].recurrent ? 0 : 1;
+  }
+  EXPECT_EQ(attention, 12u);
+  const auto e = ggufkit::estimate_memory(path, {.ctx_size = 4096});
+  ASSERT_TRUE(e);
+  ASSERT_EQ(e->caches.size(), 2u);
+  EXPECT_EQ(e->caches[0].layers, 12u);
+  EXPECT_EQ(e->caches[0].k_bytes, 12ull * 2 * 256 * 2 * 4096);
+  EXPECT_EQ(e->caches[1].layers, 36u);
+  EXPECT_EQ(e->caches[1].v_bytes, 36ull * 128 * 4096 * 4);
+}
+
+}  // namespace

@@ -80,6 +80,13 @@ const std::vector<ModelShape>& grid_models() {
                  .n_head = 12, .n_head_kv = 12, .n_ff = 1536, .ctx_train = 512, .tied = true});
     m.push_back({.name = "nomic-embed-text-v1.5", .arch = "nomic-bert", .n_vocab = 30522, .n_embd = 768,
                  .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .ctx_train = 2048, .tied = true});
+    m.push_back({.name = "Mamba2-2.7B", .arch = "mamba2", .n_vocab = 50288, .n_embd = 2560, .n_layer = 64,
+                 .n_head = 0, .n_head_kv = 0, .n_ff = 0, .ctx_train = 1048576, .ssm_conv = 4, .ssm_inner = 5120,
+                 .ssm_state = 128, .ssm_dt_rank = 80, .ssm_groups = 1});
+    // Qwen3-Next-80B's attention and gated DeltaNet shapes with a dense feed-forward (qwen35).
+    m.push_back({.name = "Qwen3.5-hybrid", .arch = "qwen35", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48,
+                 .n_head = 16, .n_head_kv = 2, .n_ff = 5120, .ctx_train = 262144, .head_dim = 256, .ssm_conv = 4,
+                 .ssm_inner = 4096, .ssm_state = 128, .ssm_dt_rank = 32, .ssm_groups = 16});
     return m;
   }();
   return models;
@@ -102,8 +109,10 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   u32(a + ".embedding_length", s.n_embd);
   u32(a + ".block_count", s.n_layer);
   u32(a + ".feed_forward_length", s.n_ff);
-  u32(a + ".attention.head_count", s.n_head);
-  u32(a + ".attention.head_count_kv", s.n_head_kv);
+  if (s.n_head != 0) {
+    u32(a + ".attention.head_count", s.n_head);
+    u32(a + ".attention.head_count_kv", s.n_head_kv);
+  }
   f32(a + ".rope.freq_base", 10000.0f);
   const bool bert = a == "bert" || a == "nomic-bert";
   const bool layer_norm = a == "cohere2" || bert;
@@ -115,7 +124,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
     u32("tokenizer.ggml.token_type_count", 2);
     if (a == "nomic-bert") u32(a + ".moe_every_n_layers", 0);
   }
-  uint32_t head_k = s.head_dim != 0 ? s.head_dim : s.n_embd / s.n_head;
+  uint32_t head_k = s.head_dim != 0 ? s.head_dim : s.n_head != 0 ? s.n_embd / s.n_head : 0;
   uint32_t head_v = head_k;
   if (s.kv_lora_rank != 0) {  // MLA as the current converter writes it: the compressed cache row
     head_k = s.kv_lora_rank + s.rope_dim;
@@ -138,6 +147,17 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
     if (s.n_ff_exp != 0) u32(a + ".expert_feed_forward_length", s.n_ff_exp);
   }
   if (s.sliding_window != 0) u32(a + ".attention.sliding_window", s.sliding_window);
+  if (s.ssm_conv != 0) {
+    u32(a + ".ssm.conv_kernel", s.ssm_conv);
+    u32(a + ".ssm.inner_size", s.ssm_inner);
+    u32(a + ".ssm.state_size", s.ssm_state);
+    u32(a + ".ssm.time_step_rank", s.ssm_dt_rank);
+    u32(a + ".ssm.group_count", s.ssm_groups);
+  }
+  if (a == "qwen35") {
+    (void)b.set(a + ".rope.dimension_sections", MetadataValue::array(std::vector<int32_t>{11, 11, 10, 0}));
+    u32(a + ".full_attention_interval", 4);
+  }
   if (s.swa_pattern != 0) u32(a + ".attention.sliding_window_pattern", s.swa_pattern);
 
   std::vector<std::string> tokens;
@@ -172,6 +192,44 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   for (uint32_t il = 0; il < s.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     if (!bert) add(p + "attn_norm.weight", {E});
+    const int64_t conv_dim = int64_t{s.ssm_inner} + 2 * int64_t{s.ssm_groups} * s.ssm_state;
+    if (a == "mamba2") {
+      add(p + "ssm_in.weight", {E, s.ssm_inner + conv_dim + s.ssm_dt_rank});
+      add(p + "ssm_conv1d.weight", {s.ssm_conv, conv_dim});
+      add(p + "ssm_conv1d.bias", {conv_dim});
+      add(p + "ssm_dt.bias", {s.ssm_dt_rank});
+      add(p + "ssm_a", {1, s.ssm_dt_rank});
+      add(p + "ssm_d", {1, s.ssm_dt_rank});
+      add(p + "ssm_norm.weight", {s.ssm_inner / s.ssm_groups, s.ssm_groups});
+      add(p + "ssm_out.weight", {s.ssm_inner, E});
+      continue;
+    }
+    if (a == "qwen35") {
+      add(p + "post_attention_norm.weight", {E});
+      if ((il + 1) % 4 == 0) {
+        add(p + "attn_q.weight", {E, 2 * q});
+        add(p + "attn_k.weight", {E, kv});
+        add(p + "attn_v.weight", {E, kv});
+        add(p + "attn_output.weight", {q, E});
+        add(p + "attn_q_norm.weight", {head_k});
+        add(p + "attn_k_norm.weight", {head_k});
+      } else {
+        const int64_t key_dim = int64_t{s.ssm_state} * s.ssm_groups, value_dim = int64_t{s.ssm_state} * s.ssm_dt_rank;
+        add(p + "attn_qkv.weight", {E, 2 * key_dim + value_dim});
+        add(p + "attn_gate.weight", {E, value_dim});
+        add(p + "ssm_conv1d.weight", {s.ssm_conv, 2 * key_dim + value_dim});
+        add(p + "ssm_dt.bias", {s.ssm_dt_rank});
+        add(p + "ssm_a", {s.ssm_dt_rank});
+        add(p + "ssm_beta.weight", {E, s.ssm_dt_rank});
+        add(p + "ssm_alpha.weight", {E, s.ssm_dt_rank});
+        add(p + "ssm_norm.weight", {s.ssm_state});
+        add(p + "ssm_out.weight", {value_dim, E});
+      }
+      add(p + "ffn_gate.weight", {E, s.n_ff});
+      add(p + "ffn_up.weight", {E, s.n_ff});
+      add(p + "ffn_down.weight", {s.n_ff, E});
+      continue;
+    }
     if (bert) {
       add(p + "attn_q.weight", {E, q});
       add(p + "attn_k.weight", {E, kv});
