@@ -108,3 +108,43 @@ TEST(EstimateCli, MaxContextFitsAndTheNextStepDoesNot) {
 }
 
 }  // namespace
+
+namespace {
+
+// --presets: each preset's file size is the size gguf quantize writes, its model bytes and total
+// what gguf estimate says of the quantized file.
+TEST(EstimateCli, PresetsGiveTheFileGgufQuantizeWritesAndItsEstimate) {
+  const std::string in = ggufkit::test::sample_model().string();
+  const auto r = run_gguf({"estimate", in, "--presets", "--json", "-c", "1024", "--mem", "3M"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto doc = nlohmann::json::parse(r.out).at(0);
+  EXPECT_EQ(doc.at("n_ctx"), 1024);
+  const auto& presets = doc.at("presets");
+  EXPECT_GE(presets.size(), 30u);
+  const auto dir = ggufkit::test::temp_dir("estimate-presets");
+  size_t checked = 0;
+  for (const auto& p : presets) {
+    const std::string name = p.at("name");
+    if (name != "Q8_0" && name != "Q4_K_M" && name != "F16") continue;
+    const auto out = (dir / (name + ".gguf")).string();
+    const auto q = run_gguf({"quantize", in, out, name});
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    EXPECT_EQ(p.at("file_bytes").get<uint64_t>(), std::filesystem::file_size(out)) << name;
+    const auto e = run_gguf({"estimate", out, "--json", "-c", "1024", "--mem", "3M"});
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    const auto est = nlohmann::json::parse(e.out).at(0);
+    EXPECT_EQ(p.at("model_bytes"), est.at("model_bytes")) << name;
+    EXPECT_EQ(p.at("total_bytes"), est.at("total_bytes")) << name;
+    EXPECT_EQ(p.at("fits"), est.at("fits")) << name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3u);
+  const auto quantized = run_gguf({"estimate", (dir / "Q8_0.gguf").string(), "--presets"});
+  EXPECT_EQ(quantized.exit_code, 2);
+  EXPECT_EQ(quantized.out, "");
+  EXPECT_EQ(quantized.err, "gguf estimate: " + (dir / "Q8_0.gguf").string() +
+                               ": --presets needs an F32, F16 or BF16 model (token_embd.weight is q8_0)\n");
+}
+
+}  // namespace

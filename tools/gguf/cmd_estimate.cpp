@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cli_docs.h"
 #include "commands.h"
 #include "ggufkit/estimate.h"
+#include "ggufkit/quantize.h"
 #include "ggufkit/split.h"
 #include "output.h"
 #include "printer.h"
@@ -30,6 +32,7 @@ struct EstimateArgs {
   std::string flash_attn = "auto";
   bool assume_dense = false;
   bool max_ctx = false;
+  bool presets = false;
   std::string mem;
   bool json = false;
 };
@@ -164,6 +167,64 @@ bool options_of(const EstimateArgs& a, ggufkit::EstimateOptions& o) {
   return true;
 }
 
+// --presets: every quantize preset's exact file (the planner, no quantizing) and the total at the
+// context. One line and false when the model is not F32/F16/BF16 or a plan fails.
+bool print_presets(Printer& p, const std::string& path, const ggufkit::SplitModel& model,
+                   const ggufkit::MemoryEstimate& e, std::optional<uint64_t> mem) {
+  for (const ggufkit::ModelTensor& t : model.tensors()) {
+    const auto type = t.info->type;
+    if (t.info->n_dims >= 2 && type != ggufkit::TensorType::F32 && type != ggufkit::TensorType::F16 &&
+        type != ggufkit::TensorType::BF16) {
+      fmt::print(stderr, "gguf estimate: {}: --presets needs an F32, F16 or BF16 model ({} is {})\n", terminal_safe(path),
+                 terminal_safe(t.info->name), ggufkit::type_name(type));
+      return false;
+    }
+  }
+  const uint64_t rest = e.total_bytes - e.model_bytes;
+  p.begin_object();
+  p.begin_line();
+  p.field("file", path, terminal_safe(path));
+  p.text(" · ");
+  p.field("architecture", e.architecture, terminal_safe(e.architecture));
+  p.field("n_ctx", e.n_ctx, fmt::format(" · quantize presets at {} cells: ", e.n_ctx));
+  p.field("context_bytes", e.context_bytes, fmt::format("context {}", human_bytes(e.context_bytes)));
+  p.field("output_bytes", e.output_bytes, fmt::format(", output {}", human_bytes(e.output_bytes)));
+  p.field("compute_bytes", e.compute_bytes, fmt::format(", compute {} (estimated)", human_bytes(e.compute_bytes)));
+  if (mem) p.field("mem_bytes", *mem, fmt::format(", memory {}", human_bytes(*mem)));
+  p.end_line();
+  p.text(fmt::format("  {:<9} {:>11}  {:>14}  {:>11}  {:>11}{}", "preset", "file", "bytes", "model", "total",
+                     mem ? "  fits" : ""));
+  p.begin_array("presets");
+  for (const ggufkit::FileTypeInfo* preset : quantize_presets()) {
+    ggufkit::QuantizeOptions q;
+    q.file_type = preset->id;
+    q.pure = false;
+    q.dry_run = true;
+    const auto plan = ggufkit::plan_quantize(model, q);
+    const auto file = plan ? ggufkit::quantize_output_bytes(model.metadata_file(), *plan, q)
+                           : ggufkit::Expected<uint64_t>(plan.error());
+    if (!file) {
+      report_error(path, file.error());
+      return false;
+    }
+    uint64_t model_bytes = 0;
+    for (const auto& t : plan->tensors) model_bytes += (t.bytes + 31) / 32 * 32;  // the CPU buffer's padding
+    const uint64_t total = model_bytes + rest;
+    const std::string_view name = ggufkit::file_type_preset_name(*preset);
+    p.begin_object().begin_line("  ");
+    p.field("name", name, fmt::format("{:<9} ", name));
+    p.field("id", preset->id);
+    p.field("file_bytes", *file, fmt::format("{:>11}  {:>14}  ", human_bytes(*file), *file));
+    p.field("model_bytes", model_bytes, fmt::format("{:>11}  ", human_bytes(model_bytes)));
+    p.field("total_bytes", total, fmt::format("{:>11}", human_bytes(total)));
+    if (mem) p.field("fits", total <= *mem, total <= *mem ? "  yes" : "  no");
+    p.end_line().end_object();
+  }
+  p.end_array();
+  p.end_object();
+  return true;
+}
+
 int run_estimate(const EstimateArgs& args) {
   ggufkit::EstimateOptions options;
   if (!options_of(args, options)) return kUsageOrIoError;
@@ -192,6 +253,18 @@ int run_estimate(const EstimateArgs& args) {
       continue;
     }
     std::optional<ggufkit::MemoryEstimate> e;
+    if (args.presets) {
+      auto one = ggufkit::estimate_memory(*model, options);
+      if (!one) {
+        report_error(path, one.error());
+        status = kUsageOrIoError;
+        continue;
+      }
+      if (!first) p->text("");
+      if (!print_presets(*p, path, *model, *one, mem)) status = kUsageOrIoError;
+      first = false;
+      continue;
+    }
     if (args.max_ctx) {
       auto best = ggufkit::estimate_max_context(*model, options, *mem);
       if (!best) {
@@ -266,6 +339,10 @@ Runner register_estimate(CLI::App& app) {
   cmd->add_option("--mem", args->mem, "Memory to fit (24GiB, 16G, 1.5T, bytes): says whether the total fits");
   cmd->add_flag("--max-ctx", args->max_ctx,
                 "The largest context (256-cell steps, at most the model's context_length) whose total fits --mem");
+  cmd->add_flag("--presets", args->presets,
+                "For an F32/F16/BF16 model: every quantize preset's exact file size (gguf quantize's planner) and "
+                "the total at the context")
+      ->excludes("--max-ctx");
   cmd->add_flag("--json", args->json, "Machine-readable output");
   return [args] { return run_estimate(*args); };
 }
