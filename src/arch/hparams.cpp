@@ -25,28 +25,26 @@ class Keys {
   bool has(std::string_view suffix) const { return file_.get(key(suffix)).has_value(); }
   std::optional<ValueView> value(std::string_view suffix) const { return file_.get(key(suffix)); }
 
-  // A uint32 key: nullopt when absent, an error when of another type.
-  Expected<std::optional<uint32_t>> u32(std::string_view suffix) const {
+  // A key of exactly type T (llama.cpp's GGUFMeta refuses any other): nullopt when absent.
+  template <class T>
+  Expected<std::optional<T>> typed(std::string_view suffix) const {
     const std::string k = key(suffix);
     const auto v = file_.get(k);
-    if (!v) return std::optional<uint32_t>{};
-    const auto x = v->get<uint32_t>();
-    if (!x) return bad(k, fmt::format("is a {}, llama.cpp reads a uint32", value_type_name(v->type())));
-    return std::optional<uint32_t>(*x);
+    if (!v) return std::optional<T>{};
+    const auto x = v->get<T>();
+    if (!x) {
+      return bad(k, fmt::format("is a {}, llama.cpp reads a {}", value_type_name(v->type()),
+                                value_type_name(value_type_of<T>::value)));
+    }
+    return std::optional<T>(*x);
   }
+  Expected<std::optional<uint32_t>> u32(std::string_view suffix) const { return typed<uint32_t>(suffix); }
+  Expected<std::optional<bool>> boolean(std::string_view suffix) const { return typed<bool>(suffix); }
   Expected<uint32_t> required_u32(std::string_view suffix) const {
     auto v = u32(suffix);
     if (!v) return v.error();
     if (!*v) return bad(key(suffix), "is missing; llama.cpp requires it");
     return **v;
-  }
-  Expected<std::optional<bool>> boolean(std::string_view suffix) const {
-    const std::string k = key(suffix);
-    const auto v = file_.get(k);
-    if (!v) return std::optional<bool>{};
-    const auto x = v->get<bool>();
-    if (!x) return bad(k, fmt::format("is a {}, llama.cpp reads a bool", value_type_name(v->type())));
-    return std::optional<bool>(*x);
   }
   // get_key_or_arr: a uint32 for every layer, or an array of exactly n int32/uint32.
   Expected<bool> per_layer(std::string_view suffix, uint32_t n, std::vector<uint32_t>& out) const {
