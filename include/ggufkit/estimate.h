@@ -75,7 +75,8 @@ struct MemoryEstimate {
 // different K and V types, more than 256 sequences, a context that does not fit 32 bits), and
 // shape_overflow when a size does not fit 64 bits.
 Expected<MemoryEstimate> estimate_memory(const SplitModel& model, const EstimateOptions& options = {});
-// Opens `path` (a plain file or a split model's first shard) and estimates it.
+// Opens `path` (a plain file or a split model's first shard; a metadata-only file too: nothing but
+// the header is read) and estimates it.
 Expected<MemoryEstimate> estimate_memory(const std::filesystem::path& path, const EstimateOptions& options = {});
 
 // The largest context, in llama.cpp's 256-cell steps and at most the model's context_length, whose

@@ -274,7 +274,9 @@ Expected<std::optional<MemoryEstimate>> estimate_max_context(const SplitModel& m
 }
 
 Expected<MemoryEstimate> estimate_memory(const std::filesystem::path& path, const EstimateOptions& options) {
-  auto model = SplitModel::open(path);
+  OpenOptions open;
+  open.allow_metadata_only = true;  // only the header is read: a metadata-only file is enough
+  auto model = SplitModel::open(path, open);
   if (!model) return model.error();
   return estimate_memory(*model, options);
 }

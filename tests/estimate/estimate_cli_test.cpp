@@ -148,3 +148,26 @@ TEST(EstimateCli, PresetsGiveTheFileGgufQuantizeWritesAndItsEstimate) {
 }
 
 }  // namespace
+
+namespace {
+
+// A metadata-only file (the header without its tensor data, as a download's first bytes) is
+// estimated as the whole file: nothing but the header is read.
+TEST(EstimateCli, AMetadataOnlyFileGivesTheSameFigures) {
+  const ggufkit::test::ModelShape tiny{.name = "tiny", .arch = "llama", .n_vocab = 1000, .n_embd = 256,
+                                       .n_layer = 2, .n_head = 4, .n_head_kv = 2, .n_ff = 512, .ctx_train = 2048};
+  const auto b = ggufkit::test::sparse_model_builder(tiny);
+  const auto path = ggufkit::test::temp_dir("estimate-header-only") / "header.gguf";
+  ggufkit::test::write_sparse(b, path);
+  std::filesystem::resize_file(path, b.header_bytes());
+  const auto header = run_gguf({"estimate", path.string(), "--json"});
+  const auto whole = run_gguf({"estimate", tiny_file().string(), "--json"});
+  ASSERT_EQ(header.exit_code, 0) << header.err;
+  EXPECT_EQ(header.err, "");
+  auto a = nlohmann::json::parse(header.out).at(0), w = nlohmann::json::parse(whole.out).at(0);
+  a.erase("file");
+  w.erase("file");
+  EXPECT_EQ(a, w);
+}
+
+}  // namespace
