@@ -91,7 +91,7 @@ TEST_P(EstimateOracle, SampleOfTheGridMatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EstimateOracle,
-                         ::testing::Values("Llama-3.1-8B", "Qwen3-30B-A3B", "Gemma-3-27B", "gpt-oss-20b", "bge-small-en-v1.5", "Mamba2-2.7B", "Qwen3.5-hybrid",
+                         ::testing::Values("Llama-3.1-8B", "Qwen3-30B-A3B", "Gemma-3-27B", "gpt-oss-20b", "bge-small-en-v1.5", "Mamba2-2.7B", "Qwen3.5-hybrid", "EXAONE-4.0-32B",
                                            "DeepSeek-V2-Lite", "Command-R7B"),
                          [](const auto& info) {
                            std::string name = info.param;

@@ -308,3 +308,25 @@ TEST(EstimateRecurrent, Qwen35AttendsEveryFourthLayerAndKeepsGatedDeltaNetStateI
 }
 
 }  // namespace
+
+namespace {
+
+// exaone4 slides only in its 64-layer model (llama.cpp decides by the layer count); olmo2 only
+// with a window key (Olmo 3); both 3 layers of 4.
+TEST(ArchDerive, Exaone4ByLayerCountAndOlmo2ByItsWindow) {
+  const auto exaone = derive(write(grid_model("EXAONE-4.0-32B")));
+  EXPECT_EQ(exaone.n_swa, 4096u);
+  EXPECT_EQ(swa_layers(exaone).size(), 48u);
+  EXPECT_FALSE(exaone.layers[3].swa);
+  auto shape = grid_model("EXAONE-4.0-32B");
+  shape.name = "exaone-30";
+  shape.n_layer = 30;
+  EXPECT_TRUE(swa_layers(derive(write(shape))).empty());
+  const auto olmo = derive(write(grid_model("Olmo-3-7B")));
+  EXPECT_EQ(swa_layers(olmo).size(), 24u);
+  auto b = ggufkit::test::sparse_model_builder(grid_model("Olmo-3-7B"));
+  b.remove("olmo2.attention.sliding_window");
+  EXPECT_TRUE(swa_layers(derive(write(b, "olmo2-dense"))).empty());
+}
+
+}  // namespace

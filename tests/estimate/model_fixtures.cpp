@@ -80,6 +80,16 @@ const std::vector<ModelShape>& grid_models() {
                  .n_head = 12, .n_head_kv = 12, .n_ff = 1536, .ctx_train = 512, .tied = true});
     m.push_back({.name = "nomic-embed-text-v1.5", .arch = "nomic-bert", .n_vocab = 30522, .n_embd = 768,
                  .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .ctx_train = 2048, .tied = true});
+    m.push_back({.name = "Gemma-7B", .arch = "gemma", .n_vocab = 256000, .n_embd = 3072, .n_layer = 28, .n_head = 16,
+                 .n_head_kv = 16, .n_ff = 24576, .ctx_train = 8192, .head_dim = 256, .tied = true});
+    m.push_back({.name = "Seed-OSS-36B", .arch = "seed_oss", .n_vocab = 155136, .n_embd = 5120, .n_layer = 64,
+                 .n_head = 80, .n_head_kv = 8, .n_ff = 27648, .ctx_train = 524288, .head_dim = 128});
+    // EXAONE-4.0-32B: 3 sliding-window layers of 4 (its 64 layers select the window in llama.cpp).
+    m.push_back({.name = "EXAONE-4.0-32B", .arch = "exaone4", .n_vocab = 102400, .n_embd = 5120, .n_layer = 64,
+                 .n_head = 40, .n_head_kv = 8, .n_ff = 27392, .head_dim = 128, .sliding_window = 4096, .tied = true});
+    // Olmo-3-7B, stored as olmo2 with a sliding window (3 layers of 4).
+    m.push_back({.name = "Olmo-3-7B", .arch = "olmo2", .n_vocab = 100278, .n_embd = 4096, .n_layer = 32, .n_head = 32,
+                 .n_head_kv = 32, .n_ff = 11008, .ctx_train = 65536, .sliding_window = 4096});
     m.push_back({.name = "Mamba2-2.7B", .arch = "mamba2", .n_vocab = 50288, .n_embd = 2560, .n_layer = 64,
                  .n_head = 0, .n_head_kv = 0, .n_ff = 0, .ctx_train = 1048576, .ssm_conv = 4, .ssm_inner = 5120,
                  .ssm_state = 128, .ssm_dt_rank = 80, .ssm_groups = 1});
@@ -191,7 +201,8 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   const int64_t q = int64_t{s.n_head} * head_k, kv = int64_t{s.n_head_kv} * head_k;
   for (uint32_t il = 0; il < s.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
-    if (!bert) add(p + "attn_norm.weight", {E});
+    const bool post_norms = a == "exaone4" || a == "olmo2";  // no pre-norms, post-norms instead
+    if (!bert && !post_norms) add(p + "attn_norm.weight", {E});
     const int64_t conv_dim = int64_t{s.ssm_inner} + 2 * int64_t{s.ssm_groups} * s.ssm_state;
     if (a == "mamba2") {
       add(p + "ssm_in.weight", {E, s.ssm_inner + conv_dim + s.ssm_dt_rank});
@@ -266,17 +277,23 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
       }
       add(p + "attn_output.weight", {q, E});
     }
-    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3") {
+    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "exaone4") {
       add(p + "attn_q_norm.weight", {head_k});
       add(p + "attn_k_norm.weight", {head_k});
     }
-    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss") add(p + "post_attention_norm.weight", {E});
-    if (a == "gemma2" || a == "gemma3") add(p + "post_ffw_norm.weight", {E});
+    if (a == "olmo2") {
+      add(p + "attn_q_norm.weight", {q});
+      add(p + "attn_k_norm.weight", {kv});
+    }
+    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss" || a == "seed_oss" || post_norms) {
+      add(p + "post_attention_norm.weight", {E});
+    }
+    if (a == "gemma2" || a == "gemma3" || post_norms) add(p + "post_ffw_norm.weight", {E});
     if (a == "gpt-oss") {
       add(p + "attn_sinks.weight", {s.n_head});
       add(p + "attn_output.bias", {E});
     }
-    if (a != "cohere2" && a != "gpt-oss") add(p + "ffn_norm.weight", {E});
+    if (a != "cohere2" && a != "gpt-oss" && a != "seed_oss" && !post_norms) add(p + "ffn_norm.weight", {E});
     const bool moe = s.n_expert != 0 && il >= s.n_dense_lead;
     if (!moe) {
       if (a == "phi3") {
