@@ -90,6 +90,10 @@ const std::vector<ModelShape>& grid_models() {
     // Olmo-3-7B, stored as olmo2 with a sliding window (3 layers of 4).
     m.push_back({.name = "Olmo-3-7B", .arch = "olmo2", .n_vocab = 100278, .n_embd = 4096, .n_layer = 32, .n_head = 32,
                  .n_head_kv = 32, .n_ff = 11008, .ctx_train = 65536, .sliding_window = 4096});
+    m.push_back({.name = "GLM-4-9B-0414", .arch = "glm4", .n_vocab = 151552, .n_embd = 4096, .n_layer = 40, .n_head = 32,
+                 .n_head_kv = 2, .n_ff = 13696, .ctx_train = 32768, .head_dim = 128});
+    m.push_back({.name = "c4ai-command-r-v01", .arch = "command-r", .n_vocab = 256000, .n_embd = 8192, .n_layer = 40,
+                 .n_head = 64, .n_head_kv = 64, .n_ff = 22528, .tied = true});
     m.push_back({.name = "Mamba2-2.7B", .arch = "mamba2", .n_vocab = 50288, .n_embd = 2560, .n_layer = 64,
                  .n_head = 0, .n_head_kv = 0, .n_ff = 0, .ctx_train = 1048576, .ssm_conv = 4, .ssm_inner = 5120,
                  .ssm_state = 128, .ssm_dt_rank = 80, .ssm_groups = 1});
@@ -125,9 +129,9 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   }
   f32(a + ".rope.freq_base", 10000.0f);
   const bool bert = a == "bert" || a == "nomic-bert";
-  const bool layer_norm = a == "cohere2" || bert;
+  const bool layer_norm = a == "cohere2" || a == "command-r" || bert;
   f32(a + (layer_norm ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"), 1e-6f);
-  if (a == "cohere2" || a == "granite") f32(a + ".logit_scale", 0.25f);
+  if (a == "cohere2" || a == "granite" || a == "command-r") f32(a + ".logit_scale", 0.25f);
   if (bert) {
     (void)b.set(a + ".attention.causal", MetadataValue::of(false));
     u32(a + ".pooling_type", 2);
@@ -285,18 +289,20 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
       add(p + "attn_q_norm.weight", {q});
       add(p + "attn_k_norm.weight", {kv});
     }
-    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss" || a == "seed_oss" || post_norms) {
+    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss" || a == "seed_oss" || a == "glm4" || post_norms) {
       add(p + "post_attention_norm.weight", {E});
     }
-    if (a == "gemma2" || a == "gemma3" || post_norms) add(p + "post_ffw_norm.weight", {E});
+    if (a == "gemma2" || a == "gemma3" || a == "glm4" || post_norms) add(p + "post_ffw_norm.weight", {E});
     if (a == "gpt-oss") {
       add(p + "attn_sinks.weight", {s.n_head});
       add(p + "attn_output.bias", {E});
     }
-    if (a != "cohere2" && a != "gpt-oss" && a != "seed_oss" && !post_norms) add(p + "ffn_norm.weight", {E});
+    if (a != "cohere2" && a != "command-r" && a != "gpt-oss" && a != "seed_oss" && !post_norms) {
+      add(p + "ffn_norm.weight", {E});
+    }
     const bool moe = s.n_expert != 0 && il >= s.n_dense_lead;
     if (!moe) {
-      if (a == "phi3") {
+      if (a == "phi3" || a == "glm4") {
         add(p + "ffn_up.weight", {E, 2 * int64_t{s.n_ff}});
       } else {
         add(p + "ffn_gate.weight", {E, s.n_ff});
