@@ -139,8 +139,9 @@ Expected<void> apply_recurrent(const Architecture& a, const Keys& keys, Hyperpar
   const uint32_t n_layer = static_cast<uint32_t>(hp.layers.size());
   if (a.memory == Memory::recurrent) {
     for (Layer& l : hp.layers) l.recurrent = true;
+  } else if (a.state == State::shortconv) {
+    for (Layer& l : hp.layers) l.recurrent = l.n_head_kv == 0;  // LFM2: the layers without KV heads
   } else {
-    std::vector<uint32_t> flags;
     const auto v = keys.value("attention.recurrent_layers");
     if (v && v->type() == ValueType::Array) {
       const auto arr = v->as_array();
@@ -155,6 +156,11 @@ Expected<void> apply_recurrent(const Architecture& a, const Keys& keys, Hyperpar
       if (every == 0) return bad(keys.key("full_attention_interval"), "is 0");
       for (uint32_t il = 0; il < n_layer; ++il) hp.layers[il].recurrent = (il + 1) % every != 0;
     }
+  }
+  if (a.state == State::shortconv) {
+    GGUFKIT_TRY(l_cache, keys.required_u32("shortconv.l_cache"));
+    hp.n_embd_r = uint64_t{hp.n_embd} * (l_cache > 0 ? l_cache - 1 : 0);
+    hp.n_embd_s = 0;
   }
   if (a.state == State::ssm) {
     GGUFKIT_TRY(d_conv, keys.required_u32("ssm.conv_kernel"));

@@ -29,6 +29,8 @@ constexpr std::string_view kSsm[] = {"attention.layer_norm_rms_epsilon", "ssm.co
 constexpr std::string_view kQwen35[] = {"attention.layer_norm_rms_epsilon", "rope.dimension_sections", "ssm.conv_kernel",
                                         "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "ssm.group_count"};
 
+constexpr std::string_view kLfm2[] = {"attention.layer_norm_rms_epsilon", "shortconv.l_cache"};
+
 constexpr SwaRule swa_always(uint32_t period, uint32_t default_window = 0) {
   return {.when = SwaWhen::always, .period = period, .default_window = default_window};
 }
@@ -74,6 +76,8 @@ const std::array kArchitectures = {
     Architecture{.name = "seed_oss", .required_keys = kRmsEps},
     Architecture{.name = "minimax-m2", .required_keys = kExpertFfn},
     Architecture{.name = "mistral3", .required_keys = kRmsEps},
+    // Short convolutions in the layers without KV heads (head_count_kv 0), attention in the others.
+    Architecture{.name = "lfm2", .memory = Memory::hybrid, .state = State::shortconv, .required_keys = kLfm2},
 };
 
 }  // namespace

@@ -330,3 +330,19 @@ TEST(ArchDerive, Exaone4ByLayerCountAndOlmo2ByItsWindow) {
 }
 
 }  // namespace
+
+namespace {
+
+// LFM2: the layers without KV heads keep a short-convolution state, n_embd x (l_cache - 1) F32.
+TEST(EstimateRecurrent, Lfm2ShortConvolutionsInTheLayersWithoutKvHeads) {
+  const auto e = ggufkit::estimate_memory(write(grid_model("LFM2-1.2B")), {.ctx_size = 4096});
+  ASSERT_TRUE(e) << e.error().describe();
+  ASSERT_EQ(e->caches.size(), 2u);
+  EXPECT_EQ(e->caches[0].layers, 6u);
+  EXPECT_EQ(e->caches[0].bytes(), 6ull * 4096 * 512 * 2 * 2);
+  EXPECT_EQ(e->caches[1].layers, 10u);
+  EXPECT_EQ(e->caches[1].k_bytes, 10ull * 2048 * 2 * 4);
+  EXPECT_EQ(e->caches[1].v_bytes, 0u);
+}
+
+}  // namespace

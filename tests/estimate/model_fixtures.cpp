@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace ggufkit::test {
@@ -94,6 +95,9 @@ const std::vector<ModelShape>& grid_models() {
                  .n_head_kv = 2, .n_ff = 13696, .ctx_train = 32768, .head_dim = 128});
     m.push_back({.name = "c4ai-command-r-v01", .arch = "command-r", .n_vocab = 256000, .n_embd = 8192, .n_layer = 40,
                  .n_head = 64, .n_head_kv = 64, .n_ff = 22528, .tied = true});
+    m.push_back({.name = "LFM2-1.2B", .arch = "lfm2", .n_vocab = 65536, .n_embd = 2048, .n_layer = 16, .n_head = 32,
+                 .n_head_kv = 8, .n_ff = 8192, .ctx_train = 128000, .attention_layers = {2, 5, 8, 10, 12, 14},
+                 .shortconv_l_cache = 3, .tied = true});
     m.push_back({.name = "Mamba2-2.7B", .arch = "mamba2", .n_vocab = 50288, .n_embd = 2560, .n_layer = 64,
                  .n_head = 0, .n_head_kv = 0, .n_ff = 0, .ctx_train = 1048576, .ssm_conv = 4, .ssm_inner = 5120,
                  .ssm_state = 128, .ssm_dt_rank = 80, .ssm_groups = 1});
@@ -126,6 +130,12 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   if (s.n_head != 0) {
     u32(a + ".attention.head_count", s.n_head);
     u32(a + ".attention.head_count_kv", s.n_head_kv);
+  }
+  if (!s.attention_layers.empty()) {
+    std::vector<int32_t> kv_heads(s.n_layer, 0);
+    for (uint32_t il : s.attention_layers) kv_heads[il] = static_cast<int32_t>(s.n_head_kv);
+    (void)b.set(a + ".attention.head_count_kv", MetadataValue::array(kv_heads));
+    u32(a + ".shortconv.l_cache", s.shortconv_l_cache);
   }
   f32(a + ".rope.freq_base", 10000.0f);
   const bool bert = a == "bert" || a == "nomic-bert";
@@ -194,7 +204,9 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   };
   const int64_t E = s.n_embd, V = s.n_vocab;
   add("token_embd.weight", {E, V});
-  if (bert) {
+  if (a == "lfm2") {
+    add("token_embd_norm.weight", {E});
+  } else if (bert) {
     if (a == "bert") add("position_embd.weight", {E, s.ctx_train});
     add("token_embd_norm.weight", {E});
     add("token_embd_norm.bias", {E});
@@ -207,6 +219,25 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
     const std::string p = "blk." + std::to_string(il) + ".";
     const bool post_norms = a == "exaone4" || a == "olmo2";  // no pre-norms, post-norms instead
     if (!bert && !post_norms) add(p + "attn_norm.weight", {E});
+    if (a == "lfm2") {
+      add(p + "ffn_norm.weight", {E});
+      add(p + "ffn_gate.weight", {E, s.n_ff});
+      add(p + "ffn_down.weight", {s.n_ff, E});
+      add(p + "ffn_up.weight", {E, s.n_ff});
+      if (std::find(s.attention_layers.begin(), s.attention_layers.end(), il) != s.attention_layers.end()) {
+        add(p + "attn_q_norm.weight", {head_k});
+        add(p + "attn_k_norm.weight", {head_k});
+        add(p + "attn_q.weight", {E, q});
+        add(p + "attn_k.weight", {E, kv});
+        add(p + "attn_v.weight", {E, kv});
+        add(p + "attn_output.weight", {E, E});
+      } else {
+        add(p + "shortconv.conv.weight", {s.shortconv_l_cache, E});
+        add(p + "shortconv.in_proj.weight", {E, 3 * E});
+        add(p + "shortconv.out_proj.weight", {E, E});
+      }
+      continue;
+    }
     const int64_t conv_dim = int64_t{s.ssm_inner} + 2 * int64_t{s.ssm_groups} * s.ssm_state;
     if (a == "mamba2") {
       add(p + "ssm_in.weight", {E, s.ssm_inner + conv_dim + s.ssm_dt_rank});

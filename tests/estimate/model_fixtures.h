@@ -23,6 +23,8 @@ struct ModelShape {
   uint32_t swa_pattern = 0;     // attention.sliding_window_pattern, written when non-zero
   uint32_t kv_lora_rank = 0, q_lora_rank = 0, rope_dim = 0, key_length_mla = 0, value_length_mla = 0;
   uint32_t ssm_conv = 0, ssm_inner = 0, ssm_state = 0, ssm_dt_rank = 0, ssm_groups = 0;  // Mamba-2, gated DeltaNet
+  std::vector<uint32_t> attention_layers;  // LFM2: the layers with KV heads (head_count_kv per layer)
+  uint32_t shortconv_l_cache = 0;
   bool qkv_bias = false;
   bool tied = false;  // no output.weight
 };
