@@ -73,7 +73,7 @@ Expected<CacheEstimate> kv_cache(const arch::Hyperparameters& hp, bool swa_layer
 //   about 5.5 rows of n_embd (ten per head row for MLA's expanded heads);
 // - a layer's feed-forward: the masks and the gate, up and activation rows (the experts used, for
 //   MoE) with four rows of n_embd.
-uint64_t compute_estimate(const arch::Hyperparameters& hp, const MemoryEstimate& e) {
+std::optional<uint64_t> compute_estimate(const arch::Hyperparameters& hp, const MemoryEstimate& e) {
   const double row = double(e.n_ubatch) * 4.0;  // one F32 value per token of the ubatch
   // An encoder (no memory: bert, nomic-bert) pools embeddings instead of computing logits, and
   // attends within the ubatch.
@@ -104,7 +104,9 @@ uint64_t compute_estimate(const arch::Hyperparameters& hp, const MemoryEstimate&
     const double rows = hp.mla ? 10.0 * n_head * head_k + 5.5 * hp.n_embd : 5.5 * hp.n_embd;
     attention = masks + n_kv_max * e.n_ubatch * n_head * 4.0 + row * rows;
   }
-  return static_cast<uint64_t>(std::max({output, ffn, attention}));
+  const double bytes = std::max({output, ffn, attention});
+  if (!(bytes < 9.2e18)) return std::nullopt;  // beyond 2^63: not representable as a size
+  return static_cast<uint64_t>(bytes);
 }
 
 // The steps of 256 cells in the context a ctx_size of 0 resolves to (the model's context_length).
@@ -233,7 +235,9 @@ Expected<MemoryEstimate> estimate_memory(const SplitModel& model, const Estimate
   if (!output) return overflow("the output buffer");
   e.output_bytes = *output;
 
-  e.compute_bytes = compute_estimate(hp, e);
+  const auto compute = compute_estimate(hp, e);
+  if (!compute) return overflow("the compute buffer");
+  e.compute_bytes = *compute;
   const auto total = checked::add(e.model_bytes, e.context_bytes);
   const auto total2 = total ? checked::add(*total, e.output_bytes) : std::nullopt;
   const auto total3 = total2 ? checked::add(*total2, e.compute_bytes) : std::nullopt;
