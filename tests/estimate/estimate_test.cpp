@@ -346,3 +346,18 @@ TEST(EstimateRecurrent, Lfm2ShortConvolutionsInTheLayersWithoutKvHeads) {
 }
 
 }  // namespace
+
+namespace {
+
+// Sizes from absurd keys overflow as values (shape_overflow), never as wrapped arithmetic.
+TEST(EstimateRefuses, SizesBeyond64BitsAreShapeOverflow) {
+  auto b = ggufkit::test::sparse_model_builder(tiny());
+  (void)b.set("llama.attention.key_length", MetadataValue::of<uint32_t>(UINT32_MAX));
+  (void)b.set("llama.attention.head_count_kv", MetadataValue::of<uint32_t>(UINT32_MAX));
+  const auto e = ggufkit::estimate_memory(write(b, "huge-heads"), {.ctx_size = 1u << 30});
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, ErrorCode::shape_overflow);
+  EXPECT_EQ(e.error().describe(), "the K cache does not fit 64 bits");
+}
+
+}  // namespace
