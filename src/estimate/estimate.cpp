@@ -70,7 +70,7 @@ Expected<CacheEstimate> kv_cache(const arch::Hyperparameters& hp, bool swa_layer
 // - the output: the logits of every token of the ubatch and two rows of n_embd (F32);
 // - a layer's attention: the masks of every cache (F16 with flash attention, F32 without) and,
 //   without flash attention, the KQ matrix of the largest cache (n_kv x ubatch x n_head, F32) and
-//   about 5.5 rows of n_embd (ten per head row for MLA's expanded heads);
+//   about 5.5 rows of n_embd (for MLA three rows of its expanded heads and an F16 view of the cache);
 // - a layer's feed-forward: the masks and the gate, up and activation rows (the experts used, for
 //   MoE) with four rows of n_embd.
 std::optional<uint64_t> compute_estimate(const arch::Hyperparameters& hp, const MemoryEstimate& e) {
@@ -101,8 +101,11 @@ std::optional<uint64_t> compute_estimate(const arch::Hyperparameters& hp, const 
   const double ffn = masks + row * (gated ? 3.0 * ff + 4.0 * hp.n_embd : ff + 2.0 * hp.n_embd);
   double attention = 0;
   if (!e.flash_attn && n_kv_max > 0) {
-    const double rows = hp.mla ? 10.0 * n_head * head_k + 5.5 * hp.n_embd : 5.5 * hp.n_embd;
-    attention = masks + n_kv_max * e.n_ubatch * n_head * 4.0 + row * rows;
+    // MLA attends over the compressed row: its expanded heads (three rows of n_head x the row) and
+    // an F16 copy of the cache's view beside the KQ matrix.
+    const double rows = hp.mla ? 3.0 * n_head * head_k : 5.5 * hp.n_embd;
+    const double view = hp.mla ? n_kv_max * e.n_ubatch * 2.0 : 0.0;
+    attention = masks + n_kv_max * e.n_ubatch * n_head * 4.0 + view + row * rows;
   }
   const double bytes = std::max({output, ffn, attention});
   if (!(bytes < 9.2e18)) return std::nullopt;  // beyond 2^63: not representable as a size

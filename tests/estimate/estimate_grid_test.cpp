@@ -78,7 +78,7 @@ TEST(EstimateGrid, ModelContextAndOutputBytesEqualLlamaCppOnEveryRow) {
 // mask that outlives the last layer at 128k with flash attention, LFM2's short convolutions.
 TEST(EstimateGrid, ComputeBytesWithinTolerance) {
   const std::map<std::string, std::pair<double, double>> exceptions = {
-      {"DeepSeek-V2-Lite", {0.14, 0.44}},
+      {"DeepSeek-V2-Lite", {0.14, 0.15}},
       {"Gemma-3-27B", {0.21, 0.15}},
       {"Phi-3-mini-4k", {0.17, 0.15}},
       {"gpt-oss-20b", {0.08, 0.15}},
