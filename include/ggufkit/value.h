@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/format.h"
 
 namespace ggufkit {
 
@@ -223,6 +224,14 @@ class ArrayView {
   std::span<const std::byte> payload_;
 };
 
+// The limits check_limits() applies: the reader's (format.h); smaller ones for tests.
+struct ValueLimits {
+  uint64_t max_string_length = kMaxStringLength;
+  uint64_t max_array_elements = kMaxArrayElements;
+  uint32_t max_array_depth = kMaxArrayDepth;
+};
+Expected<void> check_value_limits(const ValueView& value, const ValueLimits& limits = {});
+
 // An owned, encoded value: what the writer writes. Built from C++ values or copied from a view.
 class MetadataValue {
  public:
@@ -276,6 +285,11 @@ class MetadataValue {
   std::span<const std::byte> encoded() const { return bytes_; }
   // False for a default-constructed value (no bytes) or bytes that do not encode the type.
   bool well_formed() const;
+  // Whether a well-formed value is one the reader accepts: strings (values and array elements) of
+  // at most kMaxStringLength bytes, arrays of at most kMaxArrayElements, arrays of arrays at most
+  // kMaxArrayDepth levels (format.h). Otherwise the reader's error (string_too_long, array_too_long,
+  // array_too_deep) with `key` as its subject. The builder and the editor check every value so.
+  Expected<void> check_limits(std::string_view key = {}) const;
 
  private:
   static MetadataValue array_header(ValueType element_type, uint64_t count);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -145,8 +146,12 @@ class KeyWriter {
   void boolean(std::string_view suffix, bool v) { set(arch_key(suffix), MetadataValue::of(v)); }
   void string(std::string_view suffix, std::string v) { set(arch_key(suffix), MetadataValue::string(std::move(v))); }
   const std::string& arch() const { return arch_; }
+  // "{arch}.suffix" came from this config.json field: what a refusal of its value names.
+  void from_config(std::string_view suffix, std::string_view field) { sources_[arch_key(suffix)] = std::string(field); }
+  const std::map<std::string, std::string>& sources() const { return sources_; }
 
  private:
+  std::map<std::string, std::string> sources_;
   std::vector<std::pair<std::string, MetadataValue>>& keys_;
   std::string arch_;
 };

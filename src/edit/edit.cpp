@@ -187,6 +187,19 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
   plan.new_data_offset = *new_data_offset;
   h.resize(plan.new_data_offset, std::byte{0});
   plan.realign = has_tensors && *alignment != file.alignment();
+  // Nothing the reader refuses (a value nested too deep, a string too long...): no verb could
+  // open such a file again, not even to undo the edit. So the header is read back first, as the
+  // reader reads a metadata-only file (gguf check would report the problem as structure.*).
+  // (A new alignment lays the tensor data out again: the old offsets in these infos do not count.)
+  OpenOptions reread;
+  reread.allow_metadata_only = true;
+  reread.on_problem = [&](const Error& e) { return plan.realign && e.code == ErrorCode::bad_tensor_offset; };
+  if (auto back = GgufFile::parse(h, reread); !back) {
+    Error e = std::move(back).error();
+    e.offset.reset();  // an offset in a file that does not exist
+    e.message = "after this edit the file would not open: " + e.message;
+    return e;
+  }
 
   const std::span<const std::byte> old_header = bytes.first(plan.old_data_offset);
   if (!plan.realign && std::ranges::equal(std::span<const std::byte>(h), old_header)) {
@@ -250,14 +263,43 @@ Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const
 
 }  // namespace
 
-Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return io_failure(path, "cannot open");
-    int r = 0;
+namespace {
+
+// flock(fd, LOCK_EX), or with `cancelled` a poll (LOCK_NB every 10 ms, `cancelled` asked in
+// between): 0, or -1 with errno (ECANCELED once `cancelled` returned true).
+int lock_exclusive(int fd, const std::function<bool()>& cancelled) {
+  int r = 0;
+  if (!cancelled) {
     do {
       r = ::flock(fd, LOCK_EX);
     } while (r != 0 && errno == EINTR);
+    return r;
+  }
+  while ((r = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
+    if (cancelled()) {
+      errno = ECANCELED;
+      return -1;
+    }
+    ::usleep(10000);
+  }
+  return r;
+}
+
+}  // namespace
+
+Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) { return acquire(path, {}); }
+
+Expected<EditLock> EditLock::acquire(const std::filesystem::path& path, const std::function<bool()>& cancelled) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return io_failure(path, "cannot open");
+    const int r = lock_exclusive(fd, cancelled);
+    if (r != 0 && errno == ECANCELED) {
+      ::close(fd);
+      return with_file(make_error(ErrorCode::cancelled, std::nullopt, {},
+                                  "cancelled while waiting for another edit of the file to finish: nothing changed"),
+                       path.string());
+    }
     if (r != 0) {
       const Error e = io_failure(path, "cannot lock");
       ::close(fd);
