@@ -171,3 +171,26 @@ TEST(EstimateCli, AMetadataOnlyFileGivesTheSameFigures) {
 }
 
 }  // namespace
+
+namespace {
+
+// A split model is estimated from its first shard with every shard's tensors: the same figures as
+// the file it was split from.
+TEST(EstimateCli, ASplitModelThroughItsFirstShard) {
+  const auto dir = ggufkit::test::temp_dir("estimate-split");
+  const std::string in = ggufkit::test::sample_model().string();
+  const auto split = run_gguf({"split", in, (dir / "m").string(), "--max-tensors", "6"});
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  const std::string first = (dir / "m-00001-of-00004.gguf").string();
+  ASSERT_TRUE(std::filesystem::exists(first)) << split.out;
+  const auto a = run_gguf({"estimate", first, "--json", "-c", "2048"});
+  const auto b = run_gguf({"estimate", in, "--json", "-c", "2048"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.err, "");
+  auto ja = nlohmann::json::parse(a.out).at(0), jb = nlohmann::json::parse(b.out).at(0);
+  ja.erase("file");
+  jb.erase("file");
+  EXPECT_EQ(ja, jb);
+}
+
+}  // namespace
