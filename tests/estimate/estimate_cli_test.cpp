@@ -151,6 +151,21 @@ TEST(EstimateCli, PresetsGiveTheFileGgufQuantizeWritesAndItsEstimate) {
 
 namespace {
 
+// gguf estimate --json of `a` and of `b` (exit 0, nothing on stderr) agree in everything but the file.
+void expect_same_figures(const std::string& a, const std::string& b, const std::vector<std::string>& options) {
+  std::vector<std::string> args_a{"estimate", a, "--json"}, args_b{"estimate", b, "--json"};
+  args_a.insert(args_a.end(), options.begin(), options.end());
+  args_b.insert(args_b.end(), options.begin(), options.end());
+  const auto ra = run_gguf(args_a), rb = run_gguf(args_b);
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  EXPECT_EQ(ra.err, "");
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  auto ja = nlohmann::json::parse(ra.out).at(0), jb = nlohmann::json::parse(rb.out).at(0);
+  ja.erase("file");
+  jb.erase("file");
+  EXPECT_EQ(ja, jb);
+}
+
 // A metadata-only file (the header without its tensor data, as a download's first bytes) is
 // estimated as the whole file: nothing but the header is read.
 TEST(EstimateCli, AMetadataOnlyFileGivesTheSameFigures) {
@@ -160,14 +175,7 @@ TEST(EstimateCli, AMetadataOnlyFileGivesTheSameFigures) {
   const auto path = ggufkit::test::temp_dir("estimate-header-only") / "header.gguf";
   ggufkit::test::write_sparse(b, path);
   std::filesystem::resize_file(path, b.header_bytes());
-  const auto header = run_gguf({"estimate", path.string(), "--json"});
-  const auto whole = run_gguf({"estimate", tiny_file().string(), "--json"});
-  ASSERT_EQ(header.exit_code, 0) << header.err;
-  EXPECT_EQ(header.err, "");
-  auto a = nlohmann::json::parse(header.out).at(0), w = nlohmann::json::parse(whole.out).at(0);
-  a.erase("file");
-  w.erase("file");
-  EXPECT_EQ(a, w);
+  expect_same_figures(path.string(), tiny_file().string(), {});
 }
 
 }  // namespace
@@ -183,14 +191,7 @@ TEST(EstimateCli, ASplitModelThroughItsFirstShard) {
   ASSERT_EQ(split.exit_code, 0) << split.err;
   const std::string first = (dir / "m-00001-of-00004.gguf").string();
   ASSERT_TRUE(std::filesystem::exists(first)) << split.out;
-  const auto a = run_gguf({"estimate", first, "--json", "-c", "2048"});
-  const auto b = run_gguf({"estimate", in, "--json", "-c", "2048"});
-  ASSERT_EQ(a.exit_code, 0) << a.err;
-  EXPECT_EQ(a.err, "");
-  auto ja = nlohmann::json::parse(a.out).at(0), jb = nlohmann::json::parse(b.out).at(0);
-  ja.erase("file");
-  jb.erase("file");
-  EXPECT_EQ(ja, jb);
+  expect_same_figures(first, in, {"-c", "2048"});
 }
 
 }  // namespace
