@@ -1,6 +1,7 @@
 // Umbrella header: every public header of ggufkit (cmake/CheckLayers.cmake keeps the list complete).
 #pragma once
 
+#include "ggufkit/arch.h"
 #include "ggufkit/atomic_file.h"
 #include "ggufkit/block_layout.h"
 #include "ggufkit/check.h"
@@ -10,6 +11,7 @@
 #include "ggufkit/edit.h"
 #include "ggufkit/endian.h"
 #include "ggufkit/error.h"
+#include "ggufkit/estimate.h"
 #include "ggufkit/extract.h"
 #include "ggufkit/format.h"
 #include "ggufkit/hash.h"

@@ -393,6 +393,29 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
   return b.write(out, write_options);
 }
 
+}  // namespace
+
+Expected<uint64_t> quantize_output_bytes(const GgufFile& input, const QuantizePlan& plan, const QuantizeOptions& options) {
+  GgufBuilder b;
+  if (auto r = add_output_metadata(b, input, plan, 0, options); !r) return r.error();
+  const auto unread = [](uint64_t, std::span<std::byte>) -> Expected<void> {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "a size-only builder is never written");
+  };
+  for (const TensorPlan& p : plan.tensors) {
+    const TensorInfo& t = *p.tensor;
+    if (auto r = b.add_tensor(t.name, p.convert ? p.target : t.type, quantize_detail::written_shape(t),
+                              TensorProducer(unread));
+        !r) {
+      return r.error();
+    }
+  }
+  WriteOptions write_options;
+  write_options.byte_order = plan.byte_order;
+  return b.file_bytes(write_options);
+}
+
+namespace {
+
 // `input` holds the metadata (a plain file, or a split model's first shard).
 // `inputs`: the files of the model, which no output may replace.
 Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePlan>& plan,

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
       {"merge", gguf_cli::register_merge},     {"convert-endian", gguf_cli::register_convert_endian},
       {"check", gguf_cli::register_check},     {"hash", gguf_cli::register_hash},
       {"convert", gguf_cli::register_convert}, {"types", gguf_cli::register_types},
-      {"completion", gguf_cli::register_completion},
+      {"estimate", gguf_cli::register_estimate}, {"completion", gguf_cli::register_completion},
   };
   std::map<CLI::App*, gguf_cli::Runner> runners;
   auto add = [&](gguf_cli::Runner (*reg)(CLI::App&)) {
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     }
     return out;
   });
+  gguf_cli::expand_llama_short_options(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
