@@ -9,6 +9,7 @@
 //              library (tests/oracle/oracle_ggml.h; see scripts/install-oracle.sh).
 // and measures the peak memory of one open+index in a forked child (its ru_maxrss minus that of a
 // child that only loads the oracle library). It ends with one table of times, ratios and memory.
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -166,6 +167,37 @@ std::optional<int64_t> min_child_maxrss(ChildWork work, const fs::path& path, in
     return best;
 }
 
+// ---- the CLI as a user runs it -------------------------------------------------------------------
+
+// CPU time (user + system, from wait4) of one whole `gguf info FILE` process, stdout to /dev/null:
+// the median of `runs`. Start-up (dynamic linking, option parsing) counts, as it does for a user.
+std::optional<double> info_process_cpu_seconds(const fs::path& path, int runs = 21) {
+    std::vector<double> cpu;
+    for (int i = 0; i < runs; ++i) {
+        std::fflush(stdout);
+        std::fflush(stderr);
+        const pid_t pid = fork();
+        if (pid < 0) {
+            return std::nullopt;
+        }
+        if (pid == 0) {
+            const int null = open("/dev/null", O_WRONLY);
+            dup2(null, STDOUT_FILENO);
+            execl(GGUFKIT_CLI, GGUFKIT_CLI, "info", path.c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        int status = 0;
+        struct rusage usage {};
+        if (wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            return std::nullopt;
+        }
+        const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+        cpu.push_back(seconds(usage.ru_utime) + seconds(usage.ru_stime));
+    }
+    std::sort(cpu.begin(), cpu.end());
+    return cpu[cpu.size() / 2];
+}
+
 struct MemoryFigures {
     std::optional<int64_t> ggufkit;    // bytes above the baseline
     std::optional<int64_t> llama_cpp;
@@ -221,6 +253,12 @@ std::string format_ratio(std::optional<double> ours, std::optional<double> their
     return buf;
 }
 
+std::string fmt_fraction(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3fx", x);
+    return buf;
+}
+
 void print_table(const std::vector<FileCase>& files, const std::vector<MemoryFigures>& memory) {
     std::printf("\nggufkit open+index vs llama.cpp gguf_init_from_file+gguf_free: median real time per open;\n"
                 "ratio = llama.cpp time / ggufkit time (real time, and CPU time, which a busy machine\n"
@@ -241,6 +279,16 @@ void print_table(const std::vector<FileCase>& files, const std::vector<MemoryFig
                     format_ratio(median_seconds(ours, true), median_seconds(theirs, true)).c_str(),
                     format_memory(memory[i].ggufkit, f.size).c_str(),
                     format_memory(memory[i].llama_cpp, f.size).c_str());
+    }
+    std::printf("\n`gguf info FILE` as a whole process (CPU time from wait4, median of 21 runs) against llama.cpp's\n"
+                "gguf_init_from_file+gguf_free in process (median CPU time): info / llama.cpp, lower is better\n\n");
+    std::printf("%-28s %12s %12s %9s\n", "file", "gguf info", "llama.cpp", "info/llama");
+    std::printf("%s\n", std::string(28 + 12 + 12 + 9 + 3, '-').c_str());
+    for (const FileCase& f : files) {
+        const auto info = info_process_cpu_seconds(f.path);
+        const auto theirs = median_seconds("llama.cpp/" + f.label, true);
+        std::printf("%-28s %12s %12s %9s\n", f.label.c_str(), format_time(info).c_str(), format_time(theirs).c_str(),
+                    info && theirs && *theirs > 0 ? fmt_fraction(*info / *theirs).c_str() : "-");
     }
     for (const auto& [name, why] : g_failed) {
         std::printf("failed: %s: %s\n", name.c_str(), why.c_str());

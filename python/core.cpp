@@ -8,6 +8,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -17,6 +19,7 @@
 
 #include "ggufkit/atomic_file.h"
 #include "ggufkit/conventions.h"
+#include "ggufkit/mapped_file.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
 #include "ggufkit/split.h"
@@ -44,6 +47,17 @@ py::object text(std::string_view s, const char* errors) {
   PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), errors);
   if (o == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(o);
+}
+
+std::string utf8(const py::handle& s) {
+  if (PyUnicode_Check(s.ptr())) {
+    const auto bytes = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(s.ptr(), "utf-8", "surrogateescape"));
+    if (!bytes) throw py::error_already_set();
+    return {PyBytes_AS_STRING(bytes.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(bytes.ptr()))};
+  }
+  if (PyByteArray_Check(s.ptr())) return {PyByteArray_AsString(s.ptr()), static_cast<size_t>(PyByteArray_Size(s.ptr()))};
+  if (PyBytes_Check(s.ptr())) return {PyBytes_AS_STRING(s.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(s.ptr()))};
+  throw py::cast_error("expected str or bytes, not " + std::string(py::str(py::type::of(s))));
 }
 
 namespace {
@@ -99,6 +113,16 @@ py::array byte_array(std::span<const std::byte> bytes, py::handle owner) {
   return a;
 }
 
+// After one of the module's own loops read `bytes`: GGUFError if some of them were in a mapped
+// file that shrank meanwhile (read as zeros: mapped_file.h, zero_fill_on_bus_error).
+void check_not_lost(std::span<const std::byte> bytes) {
+  if (lost_to_bus_error(bytes)) {
+    raise_error(make_error(ErrorCode::io_error, std::nullopt, {},
+                           "the data were in a mapped file that was truncated or became unreadable while it was "
+                           "read (bus error; read as zeros)"));
+  }
+}
+
 class File {
  public:
   File(const std::string& path, bool allow_metadata_only) : path_(path) {
@@ -109,16 +133,34 @@ class File {
 
   const GgufFile& file() const { return *file_; }
 
-  // (key, record offset, value offset in the header view, type id, value bytes) per key, in order.
-  py::list fields() const {
-    py::list out;
-    const auto header = file_->header_view();
-    for (const KeyValue& kv : file_->metadata()) {
-      const auto value_offset = static_cast<uint64_t>(kv.value.encoded().data() - header.data());
-      out.append(py::make_tuple(text(kv.key), kv.offset, value_offset, static_cast<uint32_t>(kv.value.type()),
-                                kv.value.encoded().size()));
-    }
-    return out;
+  // Key i (file order): (key, record offset, value offset in the header view, type id, value bytes).
+  // The reader makes its fields from these on access, one at a time.
+  size_t key_count() const { return file_->metadata().size(); }
+  py::tuple field(size_t i) const {
+    const KeyValue& kv = at(i);
+    const auto value_offset = static_cast<uint64_t>(kv.value.encoded().data() - file_->header_view().data());
+    return py::make_tuple(text(kv.key), kv.offset, value_offset, static_cast<uint32_t>(kv.value.type()), kv.value.encoded().size());
+  }
+  py::object key_name(size_t i) const { return text(at(i).key); }
+
+  // Before a tensor's data are handed out: GGUFError (truncated) when the file no longer holds the
+  // bytes [offset, offset + length) (truncated since it was opened), or a read of them hit the end.
+  void check_data(uint64_t offset, uint64_t length, const py::handle& name) const {
+    struct stat st {};
+    const bool stat_ok = file_->fd() >= 0 && ::fstat(file_->fd(), &st) == 0;
+    const bool short_now = stat_ok && static_cast<uint64_t>(st.st_size) < offset + length;
+    const auto bytes = file_->bytes();
+    const bool lost = offset + length <= bytes.size() && lost_to_bus_error(bytes.subspan(offset, length));
+    if (!short_now && !lost) return;
+    const std::string size = stat_ok ? " (it is now " + std::to_string(st.st_size) + " bytes)" : std::string();
+    raise_error(make_error(ErrorCode::truncated, offset, utf8(name),
+                           "the file was truncated after it was opened" + size + ": the tensor's data are gone"),
+                path_);
+  }
+  // The index of the key `name` (the reader's sorted index), or -1.
+  int64_t find_key(const py::handle& name) const {
+    const KeyValue* kv = file_->find(utf8(name));
+    return kv == nullptr ? -1 : static_cast<int64_t>(kv - file_->metadata().data());
   }
 
   py::object value(size_t i) const { return value_to_python(at(i).value, true); }
@@ -154,15 +196,14 @@ class File {
     return value_to_python(*v, true);
   }
 
-  // (name, type id, dims as stored, offset in the data section, bytes, info record offset).
-  py::list tensors() const {
-    py::list out;
-    for (const TensorInfo& t : file_->tensors()) {
-      py::list dims;
-      for (const int64_t d : t.shape()) dims.append(d);
-      out.append(py::make_tuple(text(t.name), static_cast<uint32_t>(t.type), dims, t.offset, t.size, t.info_offset));
-    }
-    return out;
+  // Tensor i: (name, type id, dims as stored, offset in the data section, bytes, info record offset).
+  size_t tensor_count() const { return file_->tensors().size(); }
+  py::tuple tensor(size_t i) const {
+    if (i >= file_->tensors().size()) throw py::index_error("tensor index out of range");
+    const TensorInfo& t = file_->tensors()[i];
+    py::list dims;
+    for (const int64_t d : t.shape()) dims.append(d);
+    return py::make_tuple(text(t.name), static_cast<uint32_t>(t.type), dims, t.offset, t.size, t.info_offset);
   }
 
  private:
@@ -200,6 +241,7 @@ py::array_t<float> dequantize_bytes(const py::buffer& data, int type_id, int thr
     r = dequantize(type, src, dst, threads_of(threads));
   }
   check(r);
+  check_not_lost(src);
   return out;
 }
 
@@ -230,6 +272,7 @@ py::array_t<uint8_t> quantize_floats(const py::array_t<float, py::array::c_style
     r = quantize(type, src, dst, n_per_row, weights, threads_of(threads));
   }
   check(r);
+  check_not_lost(std::as_bytes(src));
   return out;
 }
 
@@ -257,10 +300,8 @@ MetadataValue typed_scalar(const py::handle& v) {
   }
 }
 
-std::string string_of(const py::handle& v) {
-  if (PyByteArray_Check(v.ptr())) return {PyByteArray_AsString(v.ptr()), static_cast<size_t>(PyByteArray_Size(v.ptr()))};
-  return v.cast<std::string>();  // str (as UTF-8) or bytes
-}
+// str (as UTF-8, surrogate-escaped bytes as they were read), bytes or bytearray.
+std::string string_of(const py::handle& v) { return utf8(v); }
 
 // gguf-py's GGUFValueType.get_type: str/bytes STRING, list ARRAY, float FLOAT32, bool BOOL, int INT32.
 ValueType python_value_type(const py::handle& v) {
@@ -288,27 +329,34 @@ MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<
     case ValueType::String: return MetadataValue::string(string_of(v));
     case ValueType::Array: break;
   }
-  const py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+  // The elements as owned references: a sequence's __getitem__ may make each element anew (range,
+  // array.array, numpy arrays), and a borrowed handle to it would outlive the object. A numpy array
+  // is taken as its tolist() (Python ints, floats, bools, str, bytes), as a list of them would be.
+  py::object source = py::reinterpret_borrow<py::object>(v);
+  if (py::isinstance<py::array>(source)) source = source.attr("tolist")();
+  if (!PySequence_Check(source.ptr())) throw py::value_error("Invalid GGUF metadata array, expecting sequence");
+  const auto items = py::reinterpret_steal<py::list>(PySequence_List(source.ptr()));
+  if (!items) throw py::error_already_set();
   if (!sub_type) {  // an array inside an array: typed by its elements, as gguf-py's writer types them
-    if (seq.size() == 0) throw py::value_error("Invalid GGUF metadata array. Empty array");
-    if (py::isinstance<py::bytes>(v) || py::isinstance<py::bytearray>(v)) {
+    if (items.empty()) throw py::value_error("Invalid GGUF metadata array. Empty array");
+    if (py::isinstance<py::bytes>(source)) {
       sub_type = ValueType::UInt8;
     } else {
-      sub_type = python_value_type(seq[0]);
-      for (const py::handle item : seq) {
+      sub_type = python_value_type(items[0]);
+      for (const py::handle item : items) {
         if (python_value_type(item) != *sub_type) throw py::value_error("All items in a GGUF array should be of the same type");
       }
     }
   }
   if (*sub_type == ValueType::String) {
     std::vector<std::string> strings;
-    strings.reserve(seq.size());
-    for (const py::handle item : seq) strings.push_back(string_of(item));
+    strings.reserve(items.size());
+    for (const py::handle item : items) strings.push_back(string_of(item));
     return MetadataValue::string_array(strings);
   }
   std::vector<MetadataValue> elements;
-  elements.reserve(seq.size());
-  for (const py::handle item : seq) elements.push_back(metadata_value(item, *sub_type, std::nullopt));
+  elements.reserve(items.size());
+  for (const py::handle item : items) elements.push_back(metadata_value(item, *sub_type, std::nullopt));
   return take(MetadataValue::array_of(*sub_type, elements));
 }
 
@@ -329,7 +377,8 @@ class Writer {
     options_.pad_header_without_tensors = false;
   }
 
-  void add_kv(const std::string& key, int type, const py::handle& value, std::optional<int> sub_type) {
+  void add_kv(const py::handle& key_text, int type, const py::handle& value, std::optional<int> sub_type) {
+    const std::string key = utf8(key_text);
     if (header_written_) throw py::value_error("the header is already written");
     std::optional<ValueType> sub;
     if (sub_type) sub = value_type_of_id(*sub_type);
@@ -345,7 +394,8 @@ class Writer {
     check(builder_.set(key, std::move(encoded)), path_);
   }
 
-  void add_tensor_info(const std::string& name, int type_id, const std::vector<int64_t>& ne, uint64_t nbytes) {
+  void add_tensor_info(const py::handle& name_text, int type_id, const std::vector<int64_t>& ne, uint64_t nbytes) {
+    const std::string name = utf8(name_text);
     if (header_written_) throw py::value_error("the header is already written");
     TensorProducer pending = [](uint64_t, std::span<std::byte>) -> Expected<void> {
       return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "tensor data not given");
@@ -401,6 +451,7 @@ class Writer {
       }
     }
     check(r, path_);
+    check_not_lost(span);  // (close() would refuse to commit anyway)
     ++next_;
   }
 
@@ -443,6 +494,9 @@ class Writer {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ggufkit's C++ library (the ggufkit package is its Python face)";
+  // A file truncated while it is mapped reads as zeros, not SIGBUS; nothing is committed from the
+  // zeros and the module's loops raise GGUFError (docs/python.md, "Files that shrink").
+  zero_fill_on_bus_error();
   ggufkit::python::register_verbs(m);
 
   py::class_<File, std::shared_ptr<File>>(m, "File")
@@ -454,11 +508,16 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("header_size", [](const File& f) { return f.file().header_size(); })
       .def_property_readonly("file_size", [](const File& f) { return f.file().file_size(); })
       .def_property_readonly("has_tensor_data", [](const File& f) { return f.file().has_tensor_data(); })
-      .def("fields", &File::fields)
+      .def("key_count", &File::key_count)
+      .def("field", &File::field)
+      .def("key_name", &File::key_name)
+      .def("find_key", &File::find_key)
+      .def("check_data", &File::check_data)
       .def("value", &File::value)
       .def("string_spans", &File::string_spans)
       .def("element", &File::element)
-      .def("tensors", &File::tensors)
+      .def("tensor_count", &File::tensor_count)
+      .def("tensor", &File::tensor)
       .def("bytes", [](py::object self) { return byte_array(self.cast<const File&>().file().bytes(), self); })
       .def("header", [](py::object self) { return byte_array(self.cast<const File&>().file().header_view(), self); });
 

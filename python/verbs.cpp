@@ -369,10 +369,19 @@ std::vector<Finding> introduced_problems(const EditPlan& plan) {
 py::dict edit_verb(const std::string& path, const py::list& ops, std::optional<std::string> output, bool dry_run,
                    bool rewrite, bool overwrite, bool sync, bool strict, bool allow_new, py::object progress,
                    py::object cancel) {
+  std::optional<Run> running;  // progress and cancellation from the wait for the lock to the write
   std::optional<EditLock> lock;
   if (!dry_run) {
-    Expected<EditLock> acquired = without_gil([&] { return EditLock::acquire(path); });
-    lock.emplace(take(std::move(acquired), path));
+    running.emplace(std::move(progress), std::move(cancel));
+    // Waiting for another edit's lock: Ctrl-C (KeyboardInterrupt) or `cancel` ends the wait, and
+    // nothing is applied.
+    const auto stop = [&running] {
+      running->poll();
+      return running->flag()->load();
+    };
+    Expected<EditLock> acquired = without_gil([&] { return EditLock::acquire(path, stop); });
+    if (!acquired) running->finish(acquired.error(), path);
+    lock.emplace(std::move(*acquired));
   }
   Expected<GgufFile> opened = without_gil([&] { return GgufFile::open(path); });
   const GgufFile file = take(std::move(opened), path);
@@ -383,7 +392,7 @@ py::dict edit_verb(const std::string& path, const py::list& ops, std::optional<s
     const auto op = h.cast<py::tuple>();
     const auto kind = op[0].cast<std::string>();
     if (kind == "set") {
-      const auto key = op[1].cast<std::string>();
+      const std::string key = utf8(op[1]);
       if (!allow_new && file.find(key) == nullptr) {  // cmd_set.cpp's refuse_unknown_key
         const std::string_view ns = known_key_namespace(key, arch);
         if (!ns.empty() && !is_known_key(key, arch)) {
@@ -394,7 +403,7 @@ py::dict edit_verb(const std::string& path, const py::list& ops, std::optional<s
                         path, key);
         }
       }
-      auto value = value_for(file, key, op[2].cast<std::string>(), op[3].cast<bool>(),
+      auto value = value_for(file, key, utf8(op[2]), op[3].cast<bool>(),
                              value_type_option(op[4].cast<std::string>()), value_type_option(op[5].cast<std::string>()));
       if (!value) {
         Error e = std::move(value).error();
@@ -403,9 +412,9 @@ py::dict edit_verb(const std::string& path, const py::list& ops, std::optional<s
       }
       changes.push_back(MetadataChange::set(key, std::move(*value)));
     } else if (kind == "remove") {
-      changes.push_back(MetadataChange::remove(op[1].cast<std::string>()));
+      changes.push_back(MetadataChange::remove(utf8(op[1])));
     } else if (kind == "rename") {
-      changes.push_back(MetadataChange::rename(op[1].cast<std::string>(), op[2].cast<std::string>()));
+      changes.push_back(MetadataChange::rename(utf8(op[1]), utf8(op[2])));
     } else {
       throw py::value_error("unknown edit " + kind);
     }
@@ -446,7 +455,13 @@ py::dict edit_verb(const std::string& path, const py::list& ops, std::optional<s
   out["written"] = !dry_run && (to_other || plan.mode != EditMode::unchanged);
   if (dry_run) return out;
 
-  Run run(std::move(progress), std::move(cancel));
+  Run& run = *running;
+  // A signal or cancel that came after the lock: nothing applied (an in-place write, once
+  // started, always completes).
+  run.poll();
+  if (run.flag()->load()) {
+    run.finish(make_error(ErrorCode::cancelled, std::nullopt, {}, "the operation was cancelled: nothing changed"), path);
+  }
   ApplyOptions apply;
   apply.sync = sync;
   apply.output.overwrite = overwrite;

@@ -2,8 +2,8 @@
 # Configures a build directory the way the Makefile's targets need it:
 #   scripts/configure.sh release  DIR [CMAKE ARGS...]   Release (-O3, no debug information), GCC
 #   scripts/configure.sh sanitize DIR [CMAKE ARGS...]   clang, ASan+UBSan with line tables (the
-#                                                       library at -O1, the rest at -O0), the tests
-#                                                       and the libFuzzer targets
+#                                                       library at -O1, the rest at -O0), the tests,
+#                                                       the libFuzzer targets and the Python module
 # Ninja is used when installed. Re-running with the same arguments does nothing (the build tool
 # re-runs CMake itself when a CMakeLists.txt changes); other arguments reconfigure the directory.
 set -euo pipefail
@@ -19,7 +19,8 @@ case "$mode" in
   release) args+=(-DCMAKE_BUILD_TYPE=Release) ;;
   sanitize)
     args+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug
-           "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" -DGGUFKIT_SANITIZE=ON -DGGUFKIT_FUZZ=ON -DGGUFKIT_TESTS=ON) ;;
+           "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" -DGGUFKIT_SANITIZE=ON -DGGUFKIT_FUZZ=ON -DGGUFKIT_TESTS=ON
+           -DGGUFKIT_PYTHON=ON) ;;
   *) echo "configure.sh: unknown mode '$mode' (release or sanitize)" >&2; exit 2 ;;
 esac
 # A compiler cache when one is installed (developers' machines; CI has none and builds from scratch).

@@ -73,6 +73,7 @@ class AtomicFile final : public ByteSink {
   uint64_t written_ = 0;
   bool committed_ = false;
   int fault_slot_ = -1;  // in the table the SIGBUS handler reads
+  uint64_t bus_errors_ = 0;  // bus_error_count() at create(): a fault since then refuses the commit
 };
 
 }  // namespace ggufkit

@@ -106,6 +106,11 @@ struct ApplyOptions {
 class EditLock {
  public:
   static Expected<EditLock> acquire(const std::filesystem::path& path);
+  // The same, for a caller whose wait must end on request (the Python module's Ctrl-C): while
+  // another process holds the lock, `cancelled` is called about every 10 ms on the calling
+  // thread; once it returns true the wait ends with ErrorCode::cancelled and nothing is locked.
+  // (acquire(path) waits in flock(2) and cannot be ended.)
+  static Expected<EditLock> acquire(const std::filesystem::path& path, const std::function<bool()>& cancelled);
   EditLock(EditLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
   EditLock& operator=(EditLock&&) = delete;
   EditLock(const EditLock&) = delete;

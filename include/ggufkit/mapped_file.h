@@ -17,6 +17,18 @@ namespace ggufkit {
 // dying silently. A library embedding ggufkit decides for itself and need not call it.
 void exit_on_bus_error(const char* program);
 
+// For embedders that must not exit (the Python module, which raises an exception instead): a read
+// of a mapped file that shrank reads zeros where its bytes are gone instead of raising SIGBUS (the
+// faulting page and the rest of that mapping become zero pages), the fault is counted, and every
+// AtomicFile created before it refuses to commit (io_error, naming the file that shrank): nothing
+// is written from the zeros. A bus error outside ggufkit's mappings goes to the handler installed
+// before (or the default action). Not async-signal-safe; call it once, early.
+void zero_fill_on_bus_error();
+// The faults zero_fill_on_bus_error's handler turned into zeros so far.
+uint64_t bus_error_count();
+// Whether any of `bytes` lies in the zero-filled part of a mapping (read after the file shrank).
+bool lost_to_bus_error(std::span<const std::byte> bytes);
+
 class MappedFile {
  public:
   static Expected<MappedFile> open(const std::filesystem::path& path);

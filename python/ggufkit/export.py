@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _core
 from .constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType
-from .quants import QuantError, can_quantize, quantize as _quantize
+from .quants import QuantError, _threads, can_quantize, quantize as _quantize
 from .writer import GGUFWriter
 
 Q = GGMLQuantizationType
@@ -105,6 +105,7 @@ def export_to_gguf(model_or_state_dict, path: os.PathLike[str] | str, quantize=N
       arrays, or (value, GGUFValueType) to choose.
     * Non-float tensors are refused with an error naming the tensor; nothing is written then.
     """
+    threads = _threads(threads)  # checked before anything else, quantizing or not
     if hasattr(model_or_state_dict, "state_dict") and callable(model_or_state_dict.state_dict):
         default_name = type(model_or_state_dict).__name__
         tensors = model_or_state_dict.state_dict()

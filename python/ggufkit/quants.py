@@ -34,8 +34,8 @@ def quant_shape_from_byte_shape(shape: Sequence[int], quant_type: GGMLQuantizati
 
 
 def _threads(threads: int | None) -> int:
-    """The thread count every function takes: None or 0 for every core (the C++ library's
-    Threads{0}), else that many."""
+    """The one rule for the thread count every function takes, checked before any work: None or 0
+    for every core (the C++ library's Threads{0}), else that many; negative is a ValueError."""
     if threads is None:
         return 0
     threads = int(threads)
@@ -47,7 +47,7 @@ def _threads(threads: int | None) -> int:
 def dequantize(data: np.ndarray, qtype: GGMLQuantizationType, *, threads: int | None = None) -> np.ndarray:
     """float32 values of ``data`` (gguf-py: bytes shaped [..., row bytes] for block types), shaped
     [..., row values]. Identical to ggml's to_float for every type."""
-    qtype = GGMLQuantizationType(qtype)
+    qtype, threads = GGMLQuantizationType(qtype), _threads(threads)
     if qtype == GGMLQuantizationType.F32:
         return data.view(np.float32)
     if qtype == GGMLQuantizationType.F16:
@@ -56,7 +56,7 @@ def dequantize(data: np.ndarray, qtype: GGMLQuantizationType, *, threads: int | 
         raise NotImplementedError(f"Dequantization for {qtype.name} is not yet implemented")
     raw = np.ascontiguousarray(data).view(np.uint8)
     shape = quant_shape_from_byte_shape(raw.shape, qtype)
-    return _core.dequantize(raw.reshape(-1), int(qtype), _threads(threads)).reshape(shape)
+    return _core.dequantize(raw.reshape(-1), int(qtype), threads).reshape(shape)
 
 
 def quantize(data: np.ndarray, qtype: GGMLQuantizationType, *, imatrix: np.ndarray | None = None,
@@ -64,7 +64,7 @@ def quantize(data: np.ndarray, qtype: GGMLQuantizationType, *, imatrix: np.ndarr
     """``data`` (rows along the last dimension) encoded as ``qtype``: F32/F16 as gguf-py (astype),
     block types as bytes shaped [..., row bytes], byte-identical to ggml_quantize_chunk (with the
     importance matrix ``imatrix``, one weight per column, when given)."""
-    qtype = GGMLQuantizationType(qtype)
+    qtype, threads = GGMLQuantizationType(qtype), _threads(threads)
     if qtype == GGMLQuantizationType.F32:
         return data.astype(np.float32, copy=False)
     if qtype == GGMLQuantizationType.F16:
@@ -77,7 +77,7 @@ def quantize(data: np.ndarray, qtype: GGMLQuantizationType, *, imatrix: np.ndarr
     if not shape or shape[-1] % GGML_QUANT_SIZES[qtype][0] != 0:
         raise QuantError(f"Can't quantize tensor with shape {shape} to {qtype.name}")
     values = np.ascontiguousarray(data, dtype=np.float32)
-    out = _core.quantize(values.reshape(-1), int(qtype), shape[-1], imatrix, _threads(threads))
+    out = _core.quantize(values.reshape(-1), int(qtype), shape[-1], imatrix, threads)
     return out.reshape(quant_shape_to_byte_shape(shape, qtype))
 
 

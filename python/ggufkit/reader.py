@@ -1,16 +1,19 @@
 """GGUFReader with gguf-py's names and behaviour, over the library's validated, memory-mapped file.
 
 Opening reads and checks the header in C++ (every check llama.cpp makes, and more) and creates
-one small object per key and per tensor; nothing per token. A field's ``parts`` (gguf-py's numpy
+nothing per key, per tensor or per token: fields and tensors are made when asked for. A field's ``parts`` (gguf-py's numpy
 views of the encoded value) are made when asked for, one at a time; ``contents()`` decodes the
 value in C++. Tensor ``data`` are read-only numpy views into the mapping: no copy.
 """
 from __future__ import annotations
 
+import bisect
+import functools
+import operator
 import os
 import sys
-from collections import OrderedDict
-from collections.abc import Sequence
+import weakref
+from collections.abc import ItemsView, Mapping, Sequence, ValuesView
 from typing import Any, Literal
 
 import numpy as np
@@ -148,7 +151,7 @@ class ReaderField:
     """A key/value record (or a tensor info record), as gguf-py's ReaderField: ``offset``, ``name``,
     ``parts``, ``data`` (indices into parts of the data pieces), ``types`` and ``contents()``."""
 
-    __slots__ = ("offset", "name", "_parts", "_data", "types", "_contents", "_make")
+    __slots__ = ("offset", "name", "_parts", "_data", "types", "_contents", "_make", "__weakref__")
 
     def __init__(self, offset: int, name: str, parts: Sequence | None = None, data: Sequence[int] | None = None,
                  types: list[GGUFValueType] | None = None, *, _contents=None, _make=None):
@@ -205,20 +208,36 @@ class ReaderField:
 class ReaderTensor:
     """A tensor, as gguf-py's ReaderTensor: ``name``, ``tensor_type``, ``shape`` (dimensions as stored,
     ggml order), ``n_elements``, ``n_bytes``, ``data_offset`` (in the file), ``data`` (a read-only numpy
-    view: typed for F16/F32/F64/I8..I64, else bytes shaped rows x row bytes) and ``field``."""
+    view: typed for F16/F32/F64/I8..I64, else bytes shaped rows x row bytes; made on access) and
+    ``field``."""
 
-    __slots__ = ("name", "tensor_type", "shape", "n_elements", "n_bytes", "data_offset", "data", "_field", "shard")
+    __slots__ = ("name", "tensor_type", "shape", "n_elements", "n_bytes", "data_offset", "_data", "_field", "shard",
+                 "_check", "__weakref__")
 
-    def __init__(self, name, tensor_type, shape, n_elements, n_bytes, data_offset, data, field, shard=0):
+    def __init__(self, name, tensor_type, shape, n_elements, n_bytes, data_offset, data, field, shard=0, *,
+                 _check=None):
         self.name = name
         self.tensor_type = tensor_type
         self.shape = shape
         self.n_elements = n_elements
         self.n_bytes = n_bytes
         self.data_offset = data_offset
-        self.data = data
+        self._data = data
         self._field = field
         self.shard = shard  # which file of a split model (GGUFReader(..., split=True)); data_offset is in it
+        self._check = _check  # raises GGUFError when the file no longer holds the data
+
+    @property
+    def data(self) -> np.ndarray:
+        if self._check is not None:
+            self._check()
+        if callable(self._data):
+            self._data = self._data()
+        return self._data
+
+    @data.setter
+    def data(self, value) -> None:
+        self._data = value
 
     @property
     def field(self) -> ReaderField:
@@ -263,12 +282,134 @@ def _field_parts(file, header: np.ndarray, index: int, offset: int, value_offset
     return _Parts(len(parts), lambda i: _view(header, *parts[i])), [3 + i for i in layout.data]
 
 
+_HEADER_FIELDS = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
+
+
+class _Fields(Mapping):
+    """gguf-py's ``GGUFReader.fields`` (an OrderedDict there): name -> ReaderField, in file order,
+    the header's three GGUF.* fields first. Read-only, and made on access: a field is built when
+    asked for (a lookup is the library's binary search) and kept only while the caller holds it, so
+    a file of a million keys opens without a million objects."""
+
+    def __init__(self, file, head: dict, make):
+        self._file = file
+        self._head = head
+        self._make = make  # index -> ReaderField
+        self._count = file.key_count()
+        # A key of the file named as a header field takes its place (as an OrderedDict assignment).
+        self._shadowed = {name: i for name in head if (i := file.find_key(name)) >= 0}
+        self._made: weakref.WeakValueDictionary[int, ReaderField] = weakref.WeakValueDictionary()
+
+    def _at(self, index: int) -> ReaderField:
+        field = self._made.get(index)
+        if field is None:
+            field = self._make(index)
+            self._made[index] = field
+        return field
+
+    def __len__(self) -> int:
+        return len(self._head) + self._count - len(self._shadowed)
+
+    def __getitem__(self, name) -> ReaderField:
+        if name in self._shadowed:
+            return self._at(self._shadowed[name])
+        if name in self._head:
+            return self._head[name]
+        index = self._file.find_key(name) if isinstance(name, str) else -1
+        if index < 0:
+            raise KeyError(name)
+        return self._at(index)
+
+    def __contains__(self, name) -> bool:
+        return name in self._head or (isinstance(name, str) and self._file.find_key(name) >= 0)
+
+    def _indexed(self):
+        """(name, index or None for a header field) in order."""
+        for name in self._head:
+            yield name, self._shadowed.get(name)
+        key_name, shadowed = self._file.key_name, self._shadowed
+        for i in range(self._count):
+            name = key_name(i)
+            if not shadowed or shadowed.get(name) != i:
+                yield name, i
+
+    def __iter__(self):
+        return (name for name, _ in self._indexed())
+
+    def items(self):
+        return _FieldItems(self)
+
+    def values(self):
+        return _FieldValues(self)
+
+    def __repr__(self) -> str:
+        return f"<ggufkit fields: {len(self)} (made on access)>"
+
+
+class _FieldItems(ItemsView):
+    def __iter__(self):
+        m = self._mapping
+        for name, i in m._indexed():
+            yield name, (m._head[name] if i is None else m._at(i))
+
+
+class _FieldValues(ValuesView):
+    def __iter__(self):
+        m = self._mapping
+        for name, i in m._indexed():
+            yield m._head[name] if i is None else m._at(i)
+
+
+class _Tensors(Sequence):
+    """gguf-py's ``GGUFReader.tensors`` (a list there): every tensor in order (of every shard, for a
+    split model), each ReaderTensor made on access and kept only while the caller holds it."""
+
+    def __init__(self):
+        self._parts: list[tuple[int, int, Any]] = []  # (first index, count, make(index in its file))
+        self._length = 0
+        self._made: weakref.WeakValueDictionary[int, ReaderTensor] = weakref.WeakValueDictionary()
+
+    def _extend(self, count: int, make) -> None:
+        self._parts.append((self._length, count, make))
+        self._length += count
+
+    def __len__(self) -> int:
+        return self._length
+
+    def _at(self, index: int) -> ReaderTensor:
+        t = self._made.get(index)
+        if t is None:
+            first, _, make = self._parts[bisect.bisect_right(self._parts, index, key=lambda p: p[0]) - 1]
+            t = make(index - first)
+            self._made[index] = t
+        return t
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(self._length))]
+        index = operator.index(index)
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("list index out of range")
+        return self._at(index)
+
+    def __iter__(self):
+        return (self._at(i) for i in range(self._length))
+
+    def __repr__(self) -> str:
+        return f"<ggufkit tensors: {self._length} (made on access)>"
+
+
 class GGUFReader:
     """Reads a GGUF file as gguf-py's GGUFReader does (``fields``, ``tensors``, ``get_field``,
     ``get_tensor``, ``alignment``, ``data_offset``, ``byte_order``, ``endianess``), with the
     library's checks: a bad file raises ``ggufkit.GGUFError`` (a ValueError) naming the record, the
     offset and the reason. Big-endian files are read too. Read-only: ``mode`` must be ``'r'``
     (edit with ``ggufkit.set`` and friends, which write atomically).
+
+    Opening costs what the library's validation costs: ``fields`` (a read-only mapping in file
+    order) and ``tensors`` (a sequence) make each ReaderField and ReaderTensor when asked for.
 
     ``split=True`` reads a split model (llama-gguf-split's ``-00001-of-0000N.gguf`` shards, given the
     first) as one: the fields are the first shard's (the model's metadata), ``tensors`` holds every
@@ -294,21 +435,19 @@ class GGUFReader:
         self.alignment = f.alignment
         # gguf-py pads the end of the tensor infos to the alignment even without tensors.
         self.data_offset = (f.header_size + f.alignment - 1) // f.alignment * f.alignment
-        self.fields: OrderedDict[str, ReaderField] = OrderedDict()
         header = self._header
-        self.fields["GGUF.version"] = ReaderField(4, "GGUF.version", [_view(header, 4, np.uint32)], [0],
-                                                  [GGUFValueType.UINT32])
         counts = _view(header, 8, np.uint64, 2)
-        self.fields["GGUF.tensor_count"] = ReaderField(8, "GGUF.tensor_count", [counts[:1]], [0], [GGUFValueType.UINT64])
-        self.fields["GGUF.kv_count"] = ReaderField(16, "GGUF.kv_count", [counts[1:]], [0], [GGUFValueType.UINT64])
-        for index, (name, offset, value_offset, vtype, _size) in enumerate(f.fields()):
-            self.fields[name] = self._field(index, name, offset, value_offset, vtype)
-        self.tensors: list[ReaderTensor] = [self._tensor(*info) for info in f.tensors()]
+        head = {
+            "GGUF.version": ReaderField(4, "GGUF.version", [_view(header, 4, np.uint32)], [0], [GGUFValueType.UINT32]),
+            "GGUF.tensor_count": ReaderField(8, "GGUF.tensor_count", [counts[:1]], [0], [GGUFValueType.UINT64]),
+            "GGUF.kv_count": ReaderField(16, "GGUF.kv_count", [counts[1:]], [0], [GGUFValueType.UINT64]),
+        }
+        self.fields: Mapping[str, ReaderField] = _Fields(f, head, functools.partial(_make_field, f, header))
+        self.tensors: Sequence[ReaderTensor] = _Tensors()
+        self.tensors._extend(f.tensor_count(), self._tensor_maker(0))
         for shard, shard_path in enumerate(self.paths[1:], start=1):
             other = GGUFReader(shard_path)
-            for t in other.tensors:
-                t.shard = shard
-            self.tensors += other.tensors
+            self.tensors._extend(other._file.tensor_count(), other._tensor_maker(shard))
 
     def get_field(self, key: str) -> ReaderField | None:
         return self.fields.get(key, None)
@@ -316,67 +455,84 @@ class GGUFReader:
     def get_tensor(self, idx: int) -> ReaderTensor:
         return self.tensors[idx]
 
-    # --- fields ---------------------------------------------------------------------------------
+    def _tensor_maker(self, shard: int):
+        """index -> ReaderTensor of this file (holding the file's pieces, not the reader: no cycle)."""
+        return functools.partial(_make_tensor, self._file, self.data, self._header, self.data_offset,
+                                 self.byte_order == "S", shard)
 
-    def _field(self, index: int, name: str, offset: int, value_offset: int, vtype: int) -> ReaderField:
-        header, file = self._header, self._file
-        types = [GGUFValueType(vtype)]
-        if vtype == GGUFValueType.ARRAY:
-            item = int(_view(header, value_offset, np.uint32)[0])
+
+# --- fields ---------------------------------------------------------------------------------------
+
+def _array_types(header: np.ndarray, value_offset: int) -> list[GGUFValueType]:
+    """gguf-py's ``types`` of an array: ARRAY, then the first element's types, down the first
+    elements of nested arrays (O(depth), not a walk of every element)."""
+    types = [GGUFValueType.ARRAY]
+    at = value_offset
+    while True:
+        item = int(_view(header, at, np.uint32)[0])
+        if int(_view(header, at + 4, np.uint64)[0]) == 0:
+            return types
+        types.append(GGUFValueType(item))
+        if item != GGUFValueType.ARRAY:
+            return types
+        at += 12  # the first element, an array: its type and count
+
+
+def _make_field(file, header: np.ndarray, index: int) -> ReaderField:
+    name, offset, value_offset, vtype, _size = file.field(index)
+    types = _array_types(header, value_offset) if vtype == GGUFValueType.ARRAY else [GGUFValueType(vtype)]
+    # One element alone when the array's elements are its leaves (not arrays of arrays, whose
+    # contents() are their leaves flattened, as gguf-py gives them).
+    flat = vtype == GGUFValueType.ARRAY and len(types) == 2 and types[1] != GGUFValueType.ARRAY
+
+    def contents(index_or_slice=None):
+        if isinstance(index_or_slice, int) and flat:
             count = int(_view(header, value_offset + 4, np.uint64)[0])
-            if count > 0:
-                if item == GGUFValueType.ARRAY:
-                    types = _Layout(header, value_offset, vtype).types
-                else:
-                    types.append(GGUFValueType(item))
-        # One element alone when the array's elements are its leaves (not arrays of arrays, whose
-        # contents() are their leaves flattened, as gguf-py gives them).
-        flat = vtype == GGUFValueType.ARRAY and len(types) == 2 and types[1] != GGUFValueType.ARRAY
+            k = index_or_slice + count if index_or_slice < 0 else index_or_slice
+            if not 0 <= k < count:
+                raise IndexError("list index out of range")
+            return file.element(index, k)
+        value = file.value(index)
+        return value if index_or_slice is None else value[index_or_slice]
 
-        def contents(index_or_slice=None):
-            if isinstance(index_or_slice, int) and flat:
-                count = int(_view(header, value_offset + 4, np.uint64)[0])
-                k = index_or_slice + count if index_or_slice < 0 else index_or_slice
-                if not 0 <= k < count:
-                    raise IndexError("list index out of range")
-                return file.element(index, k)
-            value = file.value(index)
-            return value if index_or_slice is None else value[index_or_slice]
+    def make():  # the closures hold the file and its header, not the reader (no cycle)
+        return _field_parts(file, header, index, offset, value_offset, vtype)
 
-        def make():  # the closures hold the file and its header, not the reader (no cycle)
-            return _field_parts(file, header, index, offset, value_offset, vtype)
+    return ReaderField(offset, name, types=types, _contents=contents, _make=make)
 
-        return ReaderField(offset, name, types=types, _contents=contents, _make=make)
 
-    # --- tensors --------------------------------------------------------------------------------
+# --- tensors --------------------------------------------------------------------------------------
 
-    def _tensor(self, name: str, type_id: int, dims: list[int], offset: int, n_bytes: int, info_offset: int):
-        ggml_type = GGMLQuantizationType(type_id)
-        n_elements = 1
-        for d in dims:
-            n_elements *= int(d)
-        np_dims = tuple(reversed(dims))
-        data_offset = self.data_offset + offset
-        dtype = _TENSOR_DTYPES.get(ggml_type)
+def _make_tensor(file, data: np.ndarray, header: np.ndarray, data_start: int, big_endian: bool, shard: int,
+                 index: int) -> ReaderTensor:
+    name, type_id, dims, offset, n_bytes, info_offset = file.tensor(index)
+    ggml_type = GGMLQuantizationType(type_id)
+    n_elements = 1
+    for d in dims:
+        n_elements *= int(d)
+    np_dims = tuple(reversed(dims))
+    data_offset = data_start + offset
+    dtype = _TENSOR_DTYPES.get(ggml_type)
+
+    def view() -> np.ndarray:
         if dtype is not None:
-            dt = np.dtype(dtype).newbyteorder(">") if self.byte_order == "S" else np.dtype(dtype)
-            data = self.data[data_offset:data_offset + n_bytes].view(dt).reshape(np_dims)
-        else:
-            data = self.data[data_offset:data_offset + n_bytes].reshape(quant_shape_to_byte_shape(np_dims, ggml_type))
-        header = self._header
+            dt = np.dtype(dtype).newbyteorder(">") if big_endian else np.dtype(dtype)
+            return data[data_offset:data_offset + n_bytes].view(dt).reshape(np_dims)
+        return data[data_offset:data_offset + n_bytes].reshape(quant_shape_to_byte_shape(np_dims, ggml_type))
 
-        def field() -> ReaderField:
-            at = info_offset
-            name_length = int(_view(header, at, np.uint64)[0])
-            layout = [(at, np.uint64, 1), (at + 8, np.uint8, name_length)]
-            at += 8 + name_length
-            n_dims = int(_view(header, at, np.uint32)[0])
-            layout += [(at, np.uint32, 1), (at + 4, np.uint64, n_dims), (at + 4 + 8 * n_dims, np.uint32, 1),
-                       (at + 8 + 8 * n_dims, np.uint64, 1)]
-            return ReaderField(info_offset, name, [_view(header, *p) for p in layout], [1, 3, 4, 5])
+    def field() -> ReaderField:
+        at = info_offset
+        name_length = int(_view(header, at, np.uint64)[0])
+        layout = [(at, np.uint64, 1), (at + 8, np.uint8, name_length)]
+        at += 8 + name_length
+        n_dims = int(_view(header, at, np.uint32)[0])
+        layout += [(at, np.uint32, 1), (at + 4, np.uint64, n_dims), (at + 4 + 8 * n_dims, np.uint32, 1),
+                   (at + 8 + 8 * n_dims, np.uint64, 1)]
+        return ReaderField(info_offset, name, [_view(header, *p) for p in layout], [1, 3, 4, 5])
 
-        return ReaderTensor(name=name, tensor_type=ggml_type, shape=np.array(dims, dtype=np.uint64),
-                            n_elements=n_elements, n_bytes=n_bytes, data_offset=data_offset, data=data, field=field)
+    return ReaderTensor(name=name, tensor_type=ggml_type, shape=np.array(dims, dtype=np.uint64),
+                        n_elements=n_elements, n_bytes=n_bytes, data_offset=data_offset, data=view, field=field,
+                        shard=shard, _check=functools.partial(file.check_data, data_offset, n_bytes, name))
 
 
 __all__ = ["GGUFReader", "ReaderField", "ReaderTensor"]

@@ -125,10 +125,12 @@ class GGUFWriter:
         writer = _core.Writer(self.path, self.endianess == GGUFEndian.BIG)
         try:
             for key, v in self.kv_data[0].items():
-                vtype, sub_type = int(v.type), None
+                vtype, value, sub_type = int(v.type), v.value, None
                 if v.type == GGUFValueType.ARRAY:
-                    sub_type = int(self._array_type(key, v))
-                writer.add_kv(key, vtype, v.value, sub_type)
+                    if isinstance(value, np.ndarray):  # its elements as Python values, as a list of them
+                        value = value.tolist()
+                    sub_type = int(self._array_type(key, value, v.sub_type))
+                writer.add_kv(key, vtype, value, sub_type)
             for name, ti in self.tensors[0].items():
                 writer.add_tensor_info(name, int(ti.dtype), [int(d) for d in reversed(ti.shape)], int(ti.nbytes))
             writer.write_header()
@@ -230,15 +232,16 @@ class GGUFWriter:
     # --- keys --------------------------------------------------------------------------------------
 
     @staticmethod
-    def _array_type(key: str, v: GGUFValue) -> GGUFValueType:
-        val = v.value
-        if not isinstance(val, (Sequence, np.ndarray)) or isinstance(val, str):
+    def _array_type(key: str, val: Any, sub_type: GGUFValueType | None) -> GGUFValueType:
+        """gguf-py's typing of an array: any Sequence (list, tuple, range, array.array, bytes...);
+        bytes are uint8, else the type of the first element, which every element must have."""
+        if not isinstance(val, Sequence):
             raise ValueError(f"{key}: Invalid GGUF metadata array, expecting sequence")
         if len(val) == 0:
             raise ValueError(f"{key}: Invalid GGUF metadata array. Empty array")
-        if v.sub_type is not None:
-            return v.sub_type
-        if isinstance(val, (bytes, bytearray)):
+        if sub_type is not None:
+            return sub_type
+        if isinstance(val, bytes):
             return GGUFValueType.UINT8
         first = GGUFValueType.get_type(val[0])
         if not all(GGUFValueType.get_type(i) is first for i in val[1:]):

@@ -251,7 +251,33 @@ Expected<void> write_realigned(const GgufFile& file, const EditPlan& plan, const
 
 }  // namespace
 
-Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) {
+namespace {
+
+// flock(fd, LOCK_EX), or with `cancelled` a poll (LOCK_NB every 10 ms, `cancelled` asked in
+// between): 0, or -1 with errno (ECANCELED once `cancelled` returned true).
+int lock_exclusive(int fd, const std::function<bool()>& cancelled) {
+  int r = 0;
+  if (!cancelled) {
+    do {
+      r = ::flock(fd, LOCK_EX);
+    } while (r != 0 && errno == EINTR);
+    return r;
+  }
+  while ((r = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
+    if (cancelled()) {
+      errno = ECANCELED;
+      return -1;
+    }
+    ::usleep(10000);
+  }
+  return r;
+}
+
+}  // namespace
+
+Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) { return acquire(path, {}); }
+
+Expected<EditLock> EditLock::acquire(const std::filesystem::path& path, const std::function<bool()>& cancelled) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     // Only a regular file is opened at all (a device or a FIFO could act or block on the open).
     const io::OpenedFile opened = io::open_regular(path.c_str(), O_RDONLY);
@@ -263,10 +289,13 @@ Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) {
     errno = opened.error;
     const int fd = opened.fd;
     if (fd < 0) return io_failure(path, "cannot open");
-    int r = 0;
-    do {
-      r = ::flock(fd, LOCK_EX);
-    } while (r != 0 && errno == EINTR);
+    const int r = lock_exclusive(fd, cancelled);
+    if (r != 0 && errno == ECANCELED) {
+      ::close(fd);
+      return with_file(make_error(ErrorCode::cancelled, std::nullopt, {},
+                                  "cancelled while waiting for another edit of the file to finish: nothing changed"),
+                       path.string());
+    }
     if (r != 0) {
       const Error e = io_failure(path, "cannot lock");
       ::close(fd);

@@ -165,6 +165,7 @@ Expected<std::unique_ptr<AtomicFile>> AtomicFile::create(const std::filesystem::
   f->output_ = target;
   f->temp_path_ = tmpl;
   f->fault_slot_ = io::register_temporary(tmpl);  // removed by the SIGBUS handler too
+  f->bus_errors_ = io::bus_error_count();
   f->buffer_.reserve(kBufferBytes);
   return f;
 }
@@ -295,6 +296,11 @@ Expected<void> AtomicFile::set_permissions(uint32_t mode) {
 Expected<void> AtomicFile::finish(bool sync) {
   if (fd_ < 0) return make_error(ErrorCode::io_error, written_, {}, "commit twice");
   if (auto r = flush(); !r) return r;
+  if (io::bus_error_count() != bus_errors_) {  // an input shrank while it was read: zeros were written
+    return with_file(make_error(ErrorCode::io_error, std::nullopt, {},
+                                "the file was truncated or became unreadable while it was read (bus error); nothing was written"),
+                     io::last_bus_error_file());
+  }
   if (sync && ::fsync(fd_) != 0) return io_error(target_, "cannot sync");
   // The descriptor is closed now, to hear of a failure (a network file system reports some only
   // then); a duplicate keeps the lock until the rename, so that the file never looks abandoned.

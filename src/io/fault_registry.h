@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace ggufkit::io {
@@ -14,5 +16,10 @@ int register_mapping(const void* begin, size_t size, std::string_view path);
 void release_mapping(int slot);
 int register_temporary(std::string_view path);
 void release_temporary(int slot);
+
+// zero_fill_on_bus_error's count of faults turned into zeros, and the file of the last one (the
+// check AtomicFile::commit makes before it renames).
+uint64_t bus_error_count();
+std::string last_bus_error_file();
 
 }  // namespace ggufkit::io

@@ -200,5 +200,29 @@ TEST_F(EditConcurrency, AFileReplacedAfterTheReadIsRefused) {
   EXPECT_FALSE(fs::exists(dir_ / "edited.gguf"));
 }
 
+// The cancellable wait (the Python module's): while another editor holds the lock, `cancelled` is
+// asked between polls, and its true ends the wait with `cancelled`, nothing locked; a free lock is
+// taken without asking.
+TEST(EditLockWait, EndsWhenCancelled) {
+  const fs::path dir = test::temp_dir("edit-lock-wait");
+  const fs::path model = dir / "model.gguf";
+  fs::copy_file(test::sample_model(), model);
+  const int held = ::open(model.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  int asked = 0;
+  const auto waited = EditLock::acquire(model, [&] { return ++asked == 5; });
+  ASSERT_FALSE(waited);
+  EXPECT_EQ(waited.error().code, ErrorCode::cancelled);
+  EXPECT_EQ(waited.error().describe(), "cancelled while waiting for another edit of the file to finish: nothing changed");
+  EXPECT_EQ(waited.error().file, model.string());
+  EXPECT_EQ(asked, 5);
+  ::close(held);
+  asked = 0;
+  EXPECT_TRUE(EditLock::acquire(model, [&] { return ++asked > 0; }));
+  EXPECT_EQ(asked, 0);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ggufkit

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "ggufkit/atomic_file.h"
+#include "ggufkit/mapped_file.h"
 #include "test_support.h"
 
 namespace ggufkit {
@@ -278,6 +279,39 @@ TEST_F(OutputPolicyTest, ASetIsCommittedWholeOrNotAtAll) {
   write_text(dir_ / "d.bin", "theirs");
   ASSERT_TRUE((*f)->commit(false));
   EXPECT_EQ(read_text(dir_ / "d.bin"), "mine");
+}
+
+// zero_fill_on_bus_error (the Python module's SIGBUS handler), in a child process: a mapping read
+// after its file shrank gives zeros instead of SIGBUS, lost_to_bus_error says which bytes, and an
+// AtomicFile created before the fault refuses to commit, naming the file, and leaves nothing.
+TEST(ZeroFillOnBusError, ReadsZerosAndRefusesTheCommit) {
+  const fs::path dir = test::temp_dir("zero-fill");
+  const fs::path in = dir / "in.bin";
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  test::write_bytes(in, std::vector<std::byte>(3 * page, std::byte{0xab}));
+  EXPECT_EXIT(
+      {
+        zero_fill_on_bus_error();
+        auto mapped = MappedFile::open(in);
+        auto out = AtomicFile::create(dir / "out.bin");
+        if (!mapped || !out || ::truncate(in.c_str(), static_cast<off_t>(page)) != 0) std::_Exit(10);
+        const auto bytes = mapped->bytes();
+        size_t nonzero = 0;
+        for (size_t i = 2 * page; i < 3 * page; ++i) nonzero += bytes[i] != std::byte{0};  // the fault, then zeros
+        if (nonzero != 0 || bytes[page - 1] != std::byte{0xab} || bus_error_count() != 1) std::_Exit(11);
+        if (!lost_to_bus_error(bytes.subspan(2 * page, 1)) || lost_to_bus_error(bytes.subspan(0, page))) std::_Exit(12);
+        if (!(*out)->write(bytes.subspan(0, 2 * page))) std::_Exit(13);  // page 1: a second fault
+        const auto committed = (*out)->commit(false);
+        if (committed || committed.error().code != ErrorCode::io_error || committed.error().file != in.string() ||
+            committed.error().describe() !=
+                "the file was truncated or became unreadable while it was read (bus error); nothing was written") {
+          std::_Exit(14);
+        }
+        out->reset();
+        std::_Exit(bus_error_count() == 2 && names_in(dir) == std::set<std::string>{"in.bin"} ? 0 : 15);
+      },
+      testing::ExitedWithCode(0), "");
+  fs::remove_all(dir);
 }
 
 }  // namespace
