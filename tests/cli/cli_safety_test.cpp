@@ -292,6 +292,7 @@ const std::vector<long> kFsync = ggufkit::test::fsync_syscalls();
 // file the first put there after the second checked the name (the file is made while the verb is
 // stopped just before its rename). Exit 2, the first's file intact, nothing else left.
 TEST_F(CliSafety, ASecondWriterNeverReplacesAFileThatAppeared) {
+  GGUFKIT_REQUIRE_PTRACE();
   ASSERT_EQ(run_gguf({"split", model_.string(), (dir_ / "s").string(), "--max-tensors", "8"}).exit_code, 0);
   const fs::path work = dir_ / "work";
   fs::create_directory(work);
@@ -363,6 +364,7 @@ TEST_F(CliSafety, DevicesFifosAndDirectoriesAreNeverOpened) {
 // line, nothing on stdout, no output and no temporary. One that comes after the rename (at the
 // directory's fsync) changes nothing: the output is there, exit 0.
 TEST_F(CliSafety, AnInterruptUpToTheRenameWritesNothing) {
+  GGUFKIT_REQUIRE_PTRACE();
   ASSERT_EQ(run_gguf({"split", model_.string(), (dir_ / "s").string(), "--max-tensors", "8"}).exit_code, 0);
   ggufkit::test::TinyLlamaConfig config;
   config.vocab_size = 256;

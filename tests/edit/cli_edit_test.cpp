@@ -153,6 +153,7 @@ TEST_F(CliEdit, InPlaceWhenItFitsRewriteOtherwise) {
 // stdout, the file now under the name untouched; the edit is in the old file when it has another
 // name (here a hard link), which the message gives by its inode.
 TEST_F(CliEdit, AnInPlaceEditReportsAFileReplacedUnderIt) {
+  GGUFKIT_REQUIRE_PTRACE();
   const std::string name(reopen(model).get("general.name")->as_string().value_or(""));
   std::string same_length = name;
   same_length[0] = same_length[0] == 'X' ? 'Y' : 'X';

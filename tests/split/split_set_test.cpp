@@ -60,6 +60,7 @@ class SplitSet : public testing::Test {
 // shard's writer removes the dead ones of its name). Killed after the renames (the directory's
 // fsync): every shard is there. Then a whole run leaves exactly the shards.
 TEST_F(SplitSet, AKillLeavesNoShardUnlessItLeavesAll) {
+  GGUFKIT_REQUIRE_PTRACE();
   struct Point {
     std::vector<long> calls;
     int nth;
@@ -111,6 +112,7 @@ TEST_F(SplitSet, AKillLeavesNoShardUnlessItLeavesAll) {
 // SIGINT while the shards are synced, up to the renames: exit 130, the one line, nothing on stdout
 // and nothing left in the directory.
 TEST_F(SplitSet, AnInterruptUpToTheRenamesWritesNothing) {
+  GGUFKIT_REQUIRE_PTRACE();
   for (const int nth : {1, kShards / 2, kShards}) {
     SCOPED_TRACE(nth);
     const StoppedRun run = run_gguf_stopped_at(split_args(), kFsync, nth, [](pid_t pid) { ::kill(pid, SIGINT); });

@@ -144,6 +144,26 @@ CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const s
   return run_gguf_traced(args, stdout_path, {}, nullptr);
 }
 
+std::optional<std::string> ptrace_missing() {
+  static const std::optional<std::string> why = []() -> std::optional<std::string> {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0) ::_exit(3);
+      ::raise(SIGSTOP);
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFSTOPPED(status)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return std::nullopt;
+    }
+    return "this process may not trace its children (ptrace is forbidden here)";
+  }();
+  return why;
+}
+
 std::vector<long> rename_syscalls() {
   return {
 #ifdef SYS_rename

@@ -53,6 +53,8 @@ struct StoppedRun {
 };
 StoppedRun run_gguf_stopped_at(const std::vector<std::string>& args, const std::vector<long>& syscalls, int nth,
                                const std::function<void(pid_t)>& at_stop);
+// Why this process cannot trace its children (a seccomp profile or Yama forbids ptrace), or nullopt.
+std::optional<std::string> ptrace_missing();
 // The system calls that put a finished file under its name (rename, renameat2, link...) and the
 // ones that flush a file to disk, on this architecture, for run_gguf_stopped_at.
 std::vector<long> rename_syscalls();
@@ -88,6 +90,12 @@ std::variant<GgufPy, std::string> gguf_py();
 NodeRun run_gguf_py(const GgufPy& py, const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace ggufkit::test
+
+// Skips the current test when run_gguf_stopped_at cannot trace.
+#define GGUFKIT_REQUIRE_PTRACE()                                                                   \
+  do {                                                                                             \
+    if (const auto why = ::ggufkit::test::ptrace_missing()) GTEST_SKIP() << "skipped: " << *why; \
+  } while (0)
 
 // Skips the current test when ../shared is absent.
 #define GGUFKIT_REQUIRE_SHARED()                                        \
