@@ -9,7 +9,7 @@
 set(LAYERS format io reader writer meta quant endian edit split hash diff check extract quantize convert)
 
 # The public headers, by the layer that implements them.
-set(HEADERS_format error format tensor_types threads value sink block_layout nearest)
+set(HEADERS_format error format tensor_types threads value sink block_layout nearest text)
 set(HEADERS_io mapped_file atomic_file)
 set(HEADERS_reader reader)
 set(HEADERS_writer writer)

@@ -117,7 +117,10 @@ bool convert_accepts_out_type(TensorType type);
 std::optional<uint32_t> convert_file_type(TensorType out_type);
 
 // Reads config.json, the safetensors and (unless options.tokenizer is false) the tokenizer, and
-// checks them against each other. Errors name the file, key or tensor concerned.
+// checks them against each other, then checks the metadata it would write as gguf check does: a
+// float hyperparameter out of range, a RoPE base or factor that is not positive, a tokenizer error
+// (a repeated piece, a NaN score) is refused (invalid_argument, naming config.json's field when the
+// value came from there). Errors name the file, key or tensor concerned.
 Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const ConvertOptions& options = {});
 // Writes a plan's GGUF to `output`, atomically.
 Expected<void> write_converted(const ConvertPlan& plan, const std::filesystem::path& output,

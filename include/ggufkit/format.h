@@ -15,6 +15,12 @@ inline constexpr uint32_t kGgufVersionLatest = 3;
 inline constexpr uint32_t kDefaultAlignment = 32;                // GGUF_DEFAULT_ALIGNMENT
 inline constexpr uint64_t kMaxStringLength = uint64_t{1} << 30;  // llama.cpp's GGUF_MAX_STRING_LENGTH
 inline constexpr uint64_t kMaxArrayElements = uint64_t{1} << 30; // llama.cpp's GGUF_MAX_ARRAY_ELEMENTS
+// Arrays of arrays: at most this many levels, the outermost array included. ggufkit's own limit
+// (llama.cpp reads no nested arrays, gguf-py writes any depth): the reader refuses a deeper value
+// and the writer refuses to build one, so nothing ggufkit writes is a file it then cannot read.
+inline constexpr uint32_t kMaxArrayDepth = 8;
+// The tensor and key/value counts the reader accepts (more is corruption, never a real file).
+inline constexpr uint64_t kMaxHeaderCount = uint64_t{1} << 32;
 inline constexpr size_t kMaxTensorNameBytes = 63;                // GGML_MAX_NAME - 1
 inline constexpr uint32_t kMaxDimensions = 4;                    // GGML_MAX_DIMS
 inline constexpr uint32_t kQuantizationVersionCurrent = 2;       // GGML_QNT_VERSION: today's block layouts

@@ -27,6 +27,7 @@
 #include "ggufkit/split.h"
 #include "ggufkit/summary.h"
 #include "ggufkit/tensor_types.h"
+#include "ggufkit/text.h"
 #include "ggufkit/threads.h"
 #include "ggufkit/value.h"
 #include "ggufkit/writer.h"

@@ -25,7 +25,8 @@ namespace ggufkit {
 
 struct OpenOptions {
   // Arrays of arrays deeper than this are rejected (llama.cpp accepts none; gguf-py writes them).
-  uint32_t max_array_depth = 8;
+  // GgufBuilder refuses to build a value deeper than the default (format.h).
+  uint32_t max_array_depth = kMaxArrayDepth;
   // For diagnosis (gguf check), as LLVM's warning handlers: when set, it is called with each
   // problem after which the rest of the file can still be located, and parsing goes on when it
   // returns true (the problem then fails the open when it returns false). A problem that makes the

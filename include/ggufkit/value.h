@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <span>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/format.h"
 
 namespace ggufkit {
 
@@ -223,6 +225,14 @@ class ArrayView {
   std::span<const std::byte> payload_;
 };
 
+// The limits check_limits() applies: the reader's (format.h); smaller ones for tests.
+struct ValueLimits {
+  uint64_t max_string_length = kMaxStringLength;
+  uint64_t max_array_elements = kMaxArrayElements;
+  uint32_t max_array_depth = kMaxArrayDepth;
+};
+Expected<void> check_value_limits(const ValueView& value, const ValueLimits& limits = {});
+
 // An owned, encoded value: what the writer writes. Built from C++ values or copied from a view.
 class MetadataValue {
  public:
@@ -241,6 +251,10 @@ class MetadataValue {
     return m;
   }
   static MetadataValue string(std::string_view s);
+  // A string of `length` bytes written in place by `fill` (a file read straight into the value, with
+  // no copy between); `fill`'s error is returned, and a length over kMaxStringLength is refused.
+  static Expected<MetadataValue> string_filled(uint64_t length,
+                                               const std::function<Expected<void>(std::span<char>)>& fill);
   template <class T>
   static MetadataValue array(std::span<const T> values) {
     MetadataValue m = array_header(value_type_of<T>::value, values.size());
@@ -276,6 +290,11 @@ class MetadataValue {
   std::span<const std::byte> encoded() const { return bytes_; }
   // False for a default-constructed value (no bytes) or bytes that do not encode the type.
   bool well_formed() const;
+  // Whether a well-formed value is one the reader accepts: strings (values and array elements) of
+  // at most kMaxStringLength bytes, arrays of at most kMaxArrayElements, arrays of arrays at most
+  // kMaxArrayDepth levels (format.h). Otherwise the reader's error (string_too_long, array_too_long,
+  // array_too_deep) with `key` as its subject. The builder and the editor check every value so.
+  Expected<void> check_limits(std::string_view key = {}) const;
 
  private:
   static MetadataValue array_header(ValueType element_type, uint64_t count);

@@ -13,6 +13,7 @@
 
 #include "architecture_table.h"
 #include "check_internal.h"
+#include "meta/float_ranges.h"
 
 namespace ggufkit::check {
 namespace {
@@ -815,6 +816,22 @@ class TensorPass {
   std::unordered_set<std::string_view> present_;
 };
 
+// The float hyperparameters llama.cpp asserts on or divides by, against meta/float_ranges.cpp's table.
+void check_float_ranges(const ModelUnderCheck& model, std::string_view arch, Findings& out) {
+  for (const meta::FloatRule& rule : meta::architecture_float_rules()) {
+    const KeyValue* kv = model.find(fmt::format("{}.{}", arch, rule.suffix));
+    if (kv == nullptr) continue;
+    const auto problem = meta::judge_float(rule, kv->key, kv->value);
+    if (!problem) continue;
+    if (problem->error) {
+      out.error("arch.bad_hyperparameter", kv->key, kv->offset, fmt::format("{}; {}", problem->message, kReconvert));
+    } else {
+      out.warning("arch.implausible_hyperparameter", kv->key, kv->offset,
+                  fmt::format("{}; {}", problem->message, kReconvert));
+    }
+  }
+}
+
 }  // namespace
 
 void check_architecture(const ModelUnderCheck& model, Findings& out) {
@@ -823,7 +840,10 @@ void check_architecture(const ModelUnderCheck& model, Findings& out) {
   if (!arch) return;  // the metadata pass reports a missing or mistyped general.architecture
   const ArchSpec* spec = find_arch_spec(*arch);
   if (!spec) {
-    if (llama_cpp_knows_architecture(*arch)) check_key_types(model, *arch, nullptr, out);
+    if (llama_cpp_knows_architecture(*arch)) {
+      check_key_types(model, *arch, nullptr, out);
+      check_float_ranges(model, *arch, out);
+    }
     out.info("arch.unknown_architecture", keys::kArchitecture, arch_kv->offset,
              llama_cpp_knows_architecture(*arch)
                  ? fmt::format("llama.cpp knows architecture '{}', but gguf check has no table for it yet: its "
@@ -844,6 +864,7 @@ void check_architecture(const ModelUnderCheck& model, Findings& out) {
   }
   const Hyperparameters hp(model, *spec);
   check_hyperparameters(model, *spec, hp, vocabulary_only, out);
+  check_float_ranges(model, *arch, out);
   if (vocabulary_only) return;
   TensorPass(model, *spec, hp, out).run();
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "check_internal.h"
+#include "meta/float_ranges.h"
 
 namespace ggufkit::check {
 namespace {
@@ -141,6 +142,15 @@ void check_projector(const ModelUnderCheck& model, Findings& out) {
     if (!flag || !flag->value.get<bool>().value_or(false)) continue;
     any = true;
     check_encoder(model, e, out);
+  }
+  // The floats clip asserts on or divides by, against meta/float_ranges.cpp's table.
+  for (const meta::FloatRule& rule : meta::projector_float_rules()) {
+    const KeyValue* kv = model.find(fmt::format("clip.{}", rule.suffix));
+    const auto problem = kv ? meta::judge_float(rule, kv->key, kv->value) : std::nullopt;
+    if (!problem) continue;
+    out.add(problem->error ? Severity::error : Severity::warning,
+            problem->error ? "mmproj.bad_hyperparameter" : "mmproj.implausible_hyperparameter", kv->key, kv->offset,
+            fmt::format("{}; convert the projector again", problem->message));
   }
   if (!any) {
     out.error("mmproj.no_encoder", "", std::nullopt,

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "check_internal.h"
+#include "meta/float_ranges.h"
 
 namespace ggufkit::check {
 namespace {
@@ -176,7 +177,14 @@ void check_rope(const ModelUnderCheck& model, Findings& out) {
   check_freq_base(keys, "rope.freq_base", out);
   check_freq_base(keys, "rope.freq_base_swa", out);
   check_scaling(keys, out);
-  float32_key(keys, "rope.scaling.attn_factor", out);  // only its type: llama.cpp reads it as float32
+  float32_key(keys, "rope.scaling.attn_factor", out);  // its type: llama.cpp reads it as float32
+  for (const meta::FloatRule& rule : meta::rope_float_rules()) {  // the ranges (meta/float_ranges.cpp)
+    const KeyValue* kv = keys.find(rule.suffix);
+    const auto problem = kv ? meta::judge_float(rule, kv->key, kv->value) : std::nullopt;
+    if (!problem) continue;
+    out.add(problem->error ? Severity::error : Severity::warning, problem->error ? "rope.bad_value" : "rope.implausible_value",
+            kv->key, kv->offset, fmt::format("{}; set the model's rope_scaling parameters", problem->message));
+  }
   check_dimension_count(keys, out);
 }
 

@@ -11,6 +11,7 @@
 #include <bit>
 #include <bitset>
 #include <cctype>
+#include <cmath>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -252,6 +253,38 @@ std::optional<ArrayView> check_parallel_array(const ModelUnderCheck& model, std:
   return array;
 }
 
+// Scores are compared (llama-vocab.cpp: the SentencePiece merges' priority queue orders them with
+// `<`, the Unigram search adds them up): NaN breaks the ordering, an infinity swamps every sum.
+void check_scores(const KeyValue& kv, const ArrayView& scores, Findings& out) {
+  if (scores.element_type() != ValueType::Float32) return;
+  uint64_t nan = 0, inf = 0;
+  std::optional<uint64_t> first_nan, first_inf;
+  for (uint64_t i = 0; i < scores.size(); ++i) {
+    const float v = *scores.get<float>(i);
+    if (std::isnan(v)) {
+      if (!first_nan) first_nan = i;
+      ++nan;
+    } else if (std::isinf(v)) {
+      if (!first_inf) first_inf = i;
+      ++inf;
+    }
+  }
+  if (nan != 0) {
+    out.error("tokenizer.nan_score", kv.key, kv.offset,
+              fmt::format("{} score(s) are NaN (the first of token {}): llama.cpp's SentencePiece tokenizer orders "
+                          "its merges by score, and NaN breaks that order (undefined behaviour); convert the model "
+                          "again from its tokenizer",
+                          nan, *first_nan));
+  }
+  if (inf != 0) {
+    out.warning("tokenizer.infinite_score", kv.key, kv.offset,
+                fmt::format("{} score(s) are infinite (the first of token {}): a score is a log probability, and an "
+                            "infinite one decides every tokenization it takes part in; convert the model again from "
+                            "its tokenizer",
+                            inf, *first_inf));
+  }
+}
+
 // The first id of each token text: an open-addressing table of 8-byte slots (id and 32 bits of
 // the hash) over the texts by id, both sized once for the whole vocabulary.
 class TextIndex {
@@ -467,7 +500,9 @@ void check_vocabulary(const ModelUnderCheck& model, std::string_view tokenizer_m
               "its vocabulary");
     return;
   }
-  check_parallel_array(model, keys::kScores, tokens.size(), /*float_allowed=*/true, out);
+  if (const auto scores = check_parallel_array(model, keys::kScores, tokens.size(), /*float_allowed=*/true, out)) {
+    check_scores(*model.find(keys::kScores), *scores, out);
+  }
   const auto types = check_parallel_array(model, keys::kTokenType, tokens.size(), /*float_allowed=*/false, out);
   check_token_texts(model, *tokens_kv, tokens, types, tokenizer_model, out);
   check_special_tokens(model, tokens.size(), out);

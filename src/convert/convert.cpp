@@ -22,6 +22,7 @@
 #include "convert/family.h"
 #include "convert/checkpoint_files.h"
 #include "convert/model_name.h"
+#include "ggufkit/check.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/hf_tokenizer.h"
 #include "ggufkit/quantize.h"
@@ -753,20 +754,68 @@ bool convert_accepts_out_type(TensorType type) {
 
 std::optional<uint32_t> convert_file_type(TensorType out_type) { return file_type_for_type(out_type); }
 
+namespace {
+
+// What gguf check would find in the converted file's header, before anything is written: the
+// checks that judge values the converter copies from the checkpoint (the float hyperparameters'
+// ranges, meta/float_ranges.cpp; the RoPE base and factor; with a tokenizer, the tokenizer pass's
+// errors: duplicate pieces, NaN scores...). Such a file is refused, naming config.json's field when
+// the value came from there: a model llama.cpp aborts on or computes NaN with is no conversion.
+bool refused_by_convert(const Finding& f, bool tokenizer) {
+  if (f.severity == Severity::info) return false;
+  if (f.code == "arch.bad_hyperparameter" || f.code == "arch.implausible_hyperparameter" ||
+      f.code == "rope.bad_freq_base" || f.code == "rope.bad_scaling_factor" || f.code == "rope.bad_value" ||
+      f.code == "rope.implausible_value") {
+    return true;
+  }
+  return tokenizer && f.severity == Severity::error && f.code.starts_with("tokenizer.");
+}
+
+Expected<void> check_planned_metadata(const ConvertPlan& plan, const std::map<std::string, std::string>& sources,
+                                      bool tokenizer) {
+  GgufBuilder header;
+  for (const auto& [key, value] : plan.metadata) {
+    if (auto r = header.set(key, value); !r) return r;
+  }
+  const TensorProducer none = [](uint64_t, std::span<std::byte>) -> Expected<void> { return {}; };
+  for (const ConvertTensorPlan& t : plan.tensors) {
+    if (auto r = header.add_tensor(t.gguf_name, t.type, t.shape, none); !r) return r;
+  }
+  MemorySink bytes;
+  if (auto r = header.write_header(bytes); !r) return r;
+  for (const Finding& f : check_bytes(bytes.data).findings) {
+    if (!refused_by_convert(f, tokenizer)) continue;
+    const std::string found = fmt::format("{} {}: {}", severity_name(f.severity), f.code, f.message);
+    const auto source = sources.find(f.subject);
+    const MetadataValue* value = header.find(f.subject);
+    if (source == sources.end() || value == nullptr || !value->view().get<float>()) {
+      return make_error(ErrorCode::invalid_argument, std::nullopt, f.subject,
+                        fmt::format("the converted file would not pass gguf check, which finds: {}", found));
+    }
+    return config_error(source->second, fmt::format("{} would be written as {}, and gguf check finds: {}",
+                                                    *value->view().get<float>(), f.subject, found));
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const ConvertOptions& options) {
   if (!convert_accepts_out_type(options.out_type)) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                       fmt::format("cannot convert to {}", type_name(options.out_type)));
   }
-  // The class first: it decides the family, whose defaults complete config.json.
-  auto hf_class = convert_detail::read_hf_class(model_dir);
+  // config.json, read once; the class first: it decides the family, whose defaults complete it.
+  auto config_json = convert_detail::read_config_json(model_dir);
+  if (!config_json) return std::move(config_json).error();
+  auto hf_class = convert_detail::read_hf_class(*config_json);
   if (!hf_class) return std::move(hf_class).error();
   const Family* family = convert_detail::find_family(*hf_class);
   if (family == nullptr) {
     return config_error("architectures", fmt::format("{} is not supported (supported: {})", *hf_class,
                                                      fmt::join(convert_supported_architectures(), ", ")));
   }
-  auto config = convert_detail::read_config(model_dir, family->config_classes);
+  auto config = convert_detail::read_config(*config_json, family->config_classes);
   if (!config) return std::move(config).error();
   ConvertPlan plan;
   std::error_code ec;
@@ -795,7 +844,7 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
   if (auto r = family->keys(in, writer); !r) return std::move(r).error();
   add_key(plan, std::string(keys::kQuantizationVersion), MetadataValue::of(kQuantizationVersionCurrent));
   if (options.tokenizer) {
-    auto tokenizer = convert_hf_tokenizer(model_dir, family->tokenizer);
+    auto tokenizer = convert_detail::convert_hf_tokenizer(model_dir, family->tokenizer, *config_json);
     if (!tokenizer) {
       Error e = std::move(tokenizer).error();
       e.message = fmt::format("tokenizer: {} (a model without a vocabulary does not load in llama.cpp)", e.message);
@@ -803,6 +852,7 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
     }
     for (auto& [key, value] : tokenizer->keys) writer.set(std::move(key), std::move(value));
   }
+  if (auto r = check_planned_metadata(plan, writer.sources(), options.tokenizer); !r) return std::move(r).error();
   return plan;
 }
 

@@ -62,8 +62,6 @@ bool HfConfig::is_false(const std::string& key) const {
   return it != root.end() && it->is_boolean() && !it->get<bool>();
 }
 
-namespace {
-
 Expected<Json> read_config_json(const std::filesystem::path& dir) {
   const auto path = dir / kConfigFile;
   auto text = read_checkpoint_text(dir, kConfigFile);
@@ -76,12 +74,8 @@ Expected<Json> read_config_json(const std::filesystem::path& dir) {
   return root;
 }
 
-}  // namespace
-
-Expected<std::string> read_hf_class(const std::filesystem::path& dir) {
-  auto root = read_config_json(dir);
-  if (!root) return std::move(root).error();
-  const Json& archs = root->value("architectures", Json::array());
+Expected<std::string> read_hf_class(const Json& root) {
+  const Json& archs = root.value("architectures", Json::array());
   if (!archs.is_array() || archs.empty() || !archs[0].is_string()) {
     return config_error("architectures", "missing: the model's class (LlamaForCausalLM...) is not named");
   }
@@ -126,11 +120,9 @@ void complete(Json& object, const ConfigClass& k) {
 
 }  // namespace
 
-Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigClass> classes) {
-  auto root = read_config_json(dir);
-  if (!root) return std::move(root).error();
+Expected<HfConfig> read_config(Json root, std::span<const ConfigClass> classes) {
   HfConfig c;
-  c.root = std::move(*root);
+  c.root = std::move(root);
   if (const auto it = c.root.find("_name_or_path"); it != c.root.end() && it->is_string()) c.name_or_path = it->get<std::string>();
   // AutoConfig: the class of model_type completes the file (a wrapper's text_config too).
   const auto type_it = c.root.find("model_type");
@@ -279,6 +271,14 @@ Expected<std::optional<int64_t>> find_int(const HfConfig& c, std::initializer_li
   return std::optional<int64_t>{v->get<int64_t>()};
 }
 
+// The first of `keys` config.json gives, as find() picks it (for messages).
+std::string_view found_name(const HfConfig& c, std::initializer_list<std::string_view> keys) {
+  for (std::string_view key : keys) {
+    if (c.find({key}) != nullptr) return key;
+  }
+  return *keys.begin();
+}
+
 Expected<std::optional<double>> find_number(const HfConfig& c, std::initializer_list<std::string_view> keys) {
   const Json* v = c.find(keys);
   if (v == nullptr) return std::optional<double>{};
@@ -318,6 +318,7 @@ Expected<void> text_model_keys(const FamilyInput& in, KeyWriter& w) {
     if ((type == "linear" || type == "yarn") && *factor) {
       w.string("rope.scaling.type", type);
       w.f32("rope.scaling.factor", **factor);
+      w.from_config("rope.scaling.factor", "rope_scaling.factor");
       if (type == "yarn") {
         auto orig = c.optional_int(rope, "original_max_position_embeddings");
         if (!orig) return std::move(orig).error();
@@ -335,6 +336,7 @@ Expected<void> text_model_keys(const FamilyInput& in, KeyWriter& w) {
             if (!v) return std::move(v).error();
           }
           if (*v) w.f32(gguf, **v);
+          w.from_config(gguf, std::string("rope_scaling.") + hf);
         }
       }
     } else if (type == "su" || type == "longrope") {
@@ -344,13 +346,19 @@ Expected<void> text_model_keys(const FamilyInput& in, KeyWriter& w) {
   auto theta = c.optional_number(rope, "rope_theta");
   if (!theta) return std::move(theta).error();
   if (*theta) w.f32("rope.freq_base", **theta);
+  w.from_config("rope.freq_base", "rope_theta");
   if (c.local_rope_theta) w.f32("rope.freq_base_swa", *c.local_rope_theta);
-  auto rms_eps = find_number(c, {"rms_norm_eps", "norm_eps"});
+  w.from_config("rope.freq_base_swa", "rope_local_base_freq");
+  const std::initializer_list<std::string_view> kRmsEps = {"rms_norm_eps", "norm_eps"};
+  auto rms_eps = find_number(c, kRmsEps);
   if (!rms_eps) return std::move(rms_eps).error();
   if (*rms_eps) w.f32("attention.layer_norm_rms_epsilon", **rms_eps);
-  auto norm_eps = find_number(c, {"layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"});
+  w.from_config("attention.layer_norm_rms_epsilon", found_name(c, kRmsEps));
+  const std::initializer_list<std::string_view> kNormEps = {"layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"};
+  auto norm_eps = find_number(c, kNormEps);
   if (!norm_eps) return std::move(norm_eps).error();
   if (*norm_eps) w.f32("attention.layer_norm_epsilon", **norm_eps);
+  w.from_config("attention.layer_norm_epsilon", found_name(c, kNormEps));
   auto experts = find_int(c, {"num_local_experts", "num_experts", "n_routed_experts"});
   if (!experts) return std::move(experts).error();
   if (*experts) w.u32("expert_count", **experts);

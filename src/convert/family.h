@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -82,9 +83,15 @@ struct ConfigClass {
   std::string_view text_config_class = {};
 };
 
+// config.json as it is in the checkpoint, parsed once per conversion: plan_convert hands the same
+// document to read_hf_class, read_config and the tokenizer.
+Expected<Json> read_config_json(const std::filesystem::path& dir);
 // config.json's architectures[0]: the class that picks the family.
-Expected<std::string> read_hf_class(const std::filesystem::path& dir);
-Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigClass> classes = {});
+Expected<std::string> read_hf_class(const Json& root);
+Expected<HfConfig> read_config(Json root, std::span<const ConfigClass> classes = {});
+// convert_hf_tokenizer with config.json already read.
+Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, const TokenizerOptions& options,
+                                                 const Json& model_config);
 
 // A dimension of an expected shape, from config.json.
 enum class Dim : uint8_t {
@@ -145,8 +152,12 @@ class KeyWriter {
   void boolean(std::string_view suffix, bool v) { set(arch_key(suffix), MetadataValue::of(v)); }
   void string(std::string_view suffix, std::string v) { set(arch_key(suffix), MetadataValue::string(std::move(v))); }
   const std::string& arch() const { return arch_; }
+  // "{arch}.suffix" came from this config.json field: what a refusal of its value names.
+  void from_config(std::string_view suffix, std::string_view field) { sources_[arch_key(suffix)] = std::string(field); }
+  const std::map<std::string, std::string>& sources() const { return sources_; }
 
  private:
+  std::map<std::string, std::string> sources_;
   std::vector<std::pair<std::string, MetadataValue>>& keys_;
   std::string arch_;
 };

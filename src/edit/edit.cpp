@@ -188,6 +188,19 @@ Expected<EditPlan> plan_metadata_edit(const GgufFile& file, std::span<const Meta
   plan.new_data_offset = *new_data_offset;
   h.resize(plan.new_data_offset, std::byte{0});
   plan.realign = has_tensors && *alignment != file.alignment();
+  // Nothing the reader refuses (a value nested too deep, a string too long...): no verb could
+  // open such a file again, not even to undo the edit. So the header is read back first, as the
+  // reader reads a metadata-only file (gguf check would report the problem as structure.*).
+  // (A new alignment lays the tensor data out again: the old offsets in these infos do not count.)
+  OpenOptions reread;
+  reread.allow_metadata_only = true;
+  reread.on_problem = [&](const Error& e) { return plan.realign && e.code == ErrorCode::bad_tensor_offset; };
+  if (auto back = GgufFile::parse(h, reread); !back) {
+    Error e = std::move(back).error();
+    e.offset.reset();  // an offset in a file that does not exist
+    e.message = "after this edit the file would not open: " + e.message;
+    return e;
+  }
 
   const std::span<const std::byte> old_header = bytes.first(plan.old_data_offset);
   if (!plan.realign && std::ranges::equal(std::span<const std::byte>(h), old_header)) {

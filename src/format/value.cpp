@@ -3,6 +3,10 @@
 #include <array>
 #include <limits>
 
+#include <fmt/format.h>
+
+#include "ggufkit/format.h"
+
 namespace ggufkit {
 namespace {
 
@@ -37,7 +41,55 @@ uint64_t encoded_size(ValueType type, const std::byte* p, const std::byte* end) 
   return used;
 }
 
+// The reader's checks (reader.cpp's skip_value) on a value in memory; the same messages.
+Expected<void> check_limits(const ValueView& v, uint32_t depth, const ValueLimits& limits) {
+  const auto too_long = [&](uint64_t n, std::string_view what) {
+    return make_error(ErrorCode::string_too_long, std::nullopt, {},
+                      fmt::format("{} has {} bytes, more than the {} byte limit", what, n, limits.max_string_length));
+  };
+  if (v.type() == ValueType::String) {
+    const uint64_t n = v.as_string().value_or(std::string_view()).size();
+    return n > limits.max_string_length ? Expected<void>(too_long(n, "the string")) : Expected<void>();
+  }
+  if (v.type() != ValueType::Array) return {};
+  const std::optional<ArrayView> a = v.as_array();
+  if (!a) return {};
+  if (a->size() > limits.max_array_elements) {
+    return make_error(ErrorCode::array_too_long, std::nullopt, {},
+                      fmt::format("array of {} elements, more than the limit of {}", a->size(), limits.max_array_elements));
+  }
+  if (a->element_type() == ValueType::String) {
+    uint64_t i = 0;
+    for (std::string_view s : a->strings()) {
+      if (s.size() > limits.max_string_length) return too_long(s.size(), fmt::format("string {} of the array", i));
+      ++i;
+    }
+    return {};
+  }
+  if (a->element_type() != ValueType::Array) return {};
+  if (depth + 1 >= limits.max_array_depth) {
+    return make_error(ErrorCode::array_too_deep, std::nullopt, {},
+                      fmt::format("arrays nested more than {} deep", limits.max_array_depth));
+  }
+  for (const ValueView& e : a->values()) {
+    if (auto r = check_limits(e, depth + 1, limits); !r) return r;
+  }
+  return {};
+}
+
 }  // namespace
+
+Expected<void> check_value_limits(const ValueView& value, const ValueLimits& limits) {
+  return check_limits(value, 0, limits);
+}
+
+Expected<void> MetadataValue::check_limits(std::string_view key) const {
+  auto r = check_value_limits(view());
+  if (r) return r;
+  Error e = std::move(r).error();
+  e.subject = std::string(key);
+  return e;
+}
 
 std::string_view value_type_name(ValueType type) {
   const auto i = static_cast<uint32_t>(type);
@@ -169,6 +221,22 @@ MetadataValue MetadataValue::string(std::string_view s) {
   m.type_ = ValueType::String;
   m.bytes_.reserve(8 + s.size());
   append_str(m.bytes_, s);
+  return m;
+}
+
+Expected<MetadataValue> MetadataValue::string_filled(uint64_t length,
+                                                    const std::function<Expected<void>(std::span<char>)>& fill) {
+  if (length > kMaxStringLength) {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {},
+                      fmt::format("{} bytes, more than the {} byte limit of a string", length, kMaxStringLength));
+  }
+  MetadataValue m;
+  m.type_ = ValueType::String;
+  m.bytes_.resize(8 + length);
+  std::memcpy(m.bytes_.data(), &length, 8);
+  if (auto r = fill({reinterpret_cast<char*>(m.bytes_.data() + 8), static_cast<size_t>(length)}); !r) {
+    return std::move(r).error();
+  }
   return m;
 }
 

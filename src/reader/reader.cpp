@@ -191,8 +191,7 @@ class Parser {
   // A count must fit in the bytes that follow the header. A plausible count that does not fit is
   // most likely a cut-off download; a negative or absurd one is corruption.
   Expected<void> check_count(int64_t count, uint64_t min_record_bytes, uint64_t at, std::string_view what) const {
-    constexpr int64_t kPlausible = int64_t{1} << 32;
-    if (count < 0 || count > kPlausible) {
+    if (count < 0 || static_cast<uint64_t>(count) > kMaxHeaderCount) {
       return make_error(ErrorCode::bad_count, at, {},
                         fmt::format("the header announces {} {}, which is impossible", count, what));
     }

@@ -54,6 +54,8 @@ Expected<void> GgufBuilder::set(std::string_view key, MetadataValue value) {
   if (!value.well_formed()) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(key), "the value holds no well-formed encoding");
   }
+  // Nothing the reader would refuse (format.h's limits): a file written so could not even be edited back.
+  if (auto r = value.check_limits(key); !r) return r;
   if (key == keys::kAlignment) {
     const auto a = value.view().get<uint32_t>();
     if (!a || !checked::is_power_of_two(*a)) {
@@ -65,6 +67,10 @@ Expected<void> GgufBuilder::set(std::string_view key, MetadataValue value) {
       e.value = std::move(value);
       return {};
     }
+  }
+  if (kvs_.size() >= kMaxHeaderCount) {
+    return make_error(ErrorCode::bad_count, std::nullopt, std::string(key),
+                      fmt::format("a file holds at most {} keys", kMaxHeaderCount));
   }
   kvs_.push_back(Entry{std::string(key), std::move(value)});
   return {};
@@ -139,8 +145,17 @@ Expected<void> GgufBuilder::add_tensor_impl(std::string_view name, TensorType ty
   if (shape.empty() || shape.size() > kMaxDimensions) {
     return make_error(ErrorCode::bad_dimension_count, std::nullopt, subject, "a tensor has 1 to 4 dimensions");
   }
+  if (tensors_.size() >= kMaxHeaderCount) {
+    return make_error(ErrorCode::bad_count, std::nullopt, subject, fmt::format("a file holds at most {} tensors", kMaxHeaderCount));
+  }
+  // llama.cpp (and so the reader) ends a name at a NUL byte: "a\0x" repeats "a\0y".
+  const auto c_name = [](std::string_view n) { return n.substr(0, n.find('\0')); };
   for (const Tensor& t : tensors_) {
     if (t.name == name) return make_error(ErrorCode::duplicate_tensor, std::nullopt, subject, "a tensor of that name exists");
+    if (c_name(t.name) == c_name(name)) {
+      return make_error(ErrorCode::duplicate_tensor, std::nullopt, subject,
+                        "a tensor has the same name up to a NUL byte, which llama.cpp treats as the end of a name");
+    }
   }
   Tensor t{subject, type, static_cast<uint32_t>(shape.size()), {1, 1, 1, 1}, 0, data, std::move(producer), {}};
   for (size_t d = 0; d < shape.size(); ++d) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fmt/format.h>
+#include <limits>
 #include <set>
 
 #include "architecture_models.h"
@@ -156,6 +158,51 @@ TEST_P(EveryArchitecture, VocabularyOnlyCopyHasOneInfoAndNoTensorChecks) {
   m.tensors.clear();
   m.remove_key(m.arch + ".feed_forward_length");  // keys a model needs are not needed here
   expect_single(check_model(m), "arch.vocabulary_only", Severity::info, "");
+}
+
+// Issue 29: check --strict passed an epsilon of -1, 0, NaN, inf or 1e30; llama.cpp aborts on -1 and NaN.
+constexpr std::string_view kReconvertAdvice =
+    "the file was probably written by a converter for a different version or edited by hand; convert the model "
+    "again or correct the key with gguf set";
+constexpr std::string_view kEpsilonAborts =
+    "llama.cpp aborts on a negative or NaN epsilon (GGML_ASSERT(eps >= 0.0f) in ggml's norm operations), and an "
+    "infinite one turns every normalized activation into 0";
+constexpr std::string_view kEpsilonImplausible =
+    "an epsilon is a small positive number (1e-5, 1e-6): at 0 a row of zeros is divided by zero, and above 0.1 it "
+    "swamps the variance it is added to";
+
+TEST_P(EveryArchitecture, EpsilonsOutsideTheirRange) {
+  const std::string a = GetParam().make().arch;
+  const std::string key =
+      a + (a == "gpt2" || a == "bert" ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon");
+  struct Case {
+    float value;
+    std::string text;
+    bool error;
+  };
+  const Case cases[] = {{-1.0f, "-1", true},
+                        {std::numeric_limits<float>::quiet_NaN(), "nan", true},
+                        {std::numeric_limits<float>::infinity(), "inf", true},
+                        {0.0f, "0", false},
+                        {1e30f, "1e+30", false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    Model m = GetParam().make();
+    m.set(key, MetadataValue::of(c.value));
+    const auto findings = check_model(m);
+    ASSERT_EQ(findings.size(), 1u) << describe_all(findings);
+    EXPECT_EQ(findings[0].code, c.error ? "arch.bad_hyperparameter" : "arch.implausible_hyperparameter");
+    EXPECT_EQ(findings[0].severity, c.error ? Severity::error : Severity::warning);
+    EXPECT_EQ(findings[0].subject, key);
+    EXPECT_EQ(findings[0].message, fmt::format("'{}' is {}, outside {}: {}; {}", key, c.text, c.error ? "[0, inf)" : "(0, 0.1]",
+                                               c.error ? kEpsilonAborts : kEpsilonImplausible, kReconvertAdvice));
+    EXPECT_TRUE(findings[0].offset.has_value());
+  }
+  for (float good : {1e-5f, 1e-6f, 1e-12f, 0.1f}) {
+    Model m = GetParam().make();
+    m.set(key, MetadataValue::of(good));
+    EXPECT_EQ(describe_all(check_model(m)), "") << good;
+  }
 }
 
 std::string architecture_name(const testing::TestParamInfo<NamedModel>& info) { return info.param.name; }
@@ -368,6 +415,64 @@ TEST(ArchitectureExperts, BertNeedsTokenTypes) {
 }
 
 // ---- what is not checked ----
+
+// Soft-caps and scales: llama.cpp divides by the caps (gemma2 whatever they are), multiplies by the scales.
+TEST(ArchitectureFloats, SoftcapsAndScalesOutsideTheirRange) {
+  struct Case {
+    std::string suffix;
+    float value;
+    std::string severity_code_message;
+  };
+  const std::string softcap_error =
+      "llama.cpp divides the scores by the cap before the tanh and multiplies them by it after: NaN or an infinity "
+      "makes every logit NaN";
+  const std::string softcap_warning =
+      "a cap is a positive number (gemma's 30 and 50): gemma2 divides by it whatever it is, so 0 divides by zero, "
+      "and a negative cap is a sign error";
+  const std::string scale_error =
+      "llama.cpp multiplies activations by it (and granite divides its logits by logit_scale): NaN or an infinity "
+      "makes the output NaN";
+  const std::string scale_warning = "a scale is positive (0 means not applied): a negative one flips the sign of what it scales";
+  const std::string advice(kReconvertAdvice);
+  const Case cases[] = {
+      {"final_logit_softcapping", 0.0f,
+       "warning arch.implausible_hyperparameter 'gemma2.final_logit_softcapping' is 0, outside (0, inf): " + softcap_warning},
+      {"attn_logit_softcapping", -50.0f,
+       "warning arch.implausible_hyperparameter 'gemma2.attn_logit_softcapping' is -50, outside (0, inf): " + softcap_warning},
+      {"attn_logit_softcapping", std::numeric_limits<float>::quiet_NaN(),
+       "error arch.bad_hyperparameter 'gemma2.attn_logit_softcapping' is nan, outside (-inf, inf): " + softcap_error},
+      {"final_logit_softcapping", -std::numeric_limits<float>::infinity(),
+       "error arch.bad_hyperparameter 'gemma2.final_logit_softcapping' is -inf, outside (-inf, inf): " + softcap_error},
+      {"logit_scale", std::numeric_limits<float>::infinity(),
+       "error arch.bad_hyperparameter 'gemma2.logit_scale' is inf, outside (-inf, inf): " + scale_error},
+      {"expert_weights_scale", -1.0f,
+       "warning arch.implausible_hyperparameter 'gemma2.expert_weights_scale' is -1, outside [0, inf): " + scale_warning},
+      {"embedding_scale", std::numeric_limits<float>::quiet_NaN(),
+       "error arch.bad_hyperparameter 'gemma2.embedding_scale' is nan, outside (-inf, inf): " + scale_error},
+      {"residual_scale", -0.5f,
+       "warning arch.implausible_hyperparameter 'gemma2.residual_scale' is -0.5, outside [0, inf): " + scale_warning},
+      {"attention.scale", std::numeric_limits<float>::infinity(),
+       "error arch.bad_hyperparameter 'gemma2.attention.scale' is inf, outside (-inf, inf): " + scale_error},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.suffix);
+    Model m = gemma2_model();
+    m.set("gemma2." + c.suffix, MetadataValue::of(c.value));
+    std::string all;
+    for (const Finding& f : check_model(m)) {
+      all += fmt::format("{} {} {}\n", severity_name(f.severity), f.code, f.message);
+      EXPECT_EQ(f.subject, "gemma2." + c.suffix);
+    }
+    EXPECT_EQ(all, c.severity_code_message + "; " + advice + "\n");
+  }
+  // gemma2's own values, and a scale of 0 (not applied), pass.
+  Model m = gemma2_model();
+  m.set("gemma2.attn_logit_softcapping", MetadataValue::of(50.0f));
+  m.set("gemma2.final_logit_softcapping", MetadataValue::of(30.0f));
+  m.set("gemma2.expert_weights_scale", MetadataValue::of(0.0f));
+  m.set("gemma2.logit_scale", MetadataValue::of(0.0625f));
+  EXPECT_EQ(describe_all(check_model(m)), "");
+}
 
 TEST(ArchitectureScope, UnknownArchitectureGetsOneInfo) {
   for (const char* arch : {"falcon", "no-such-architecture"}) {

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <tuple>
+
+#include "ggufkit/reader.h"
+#include "ggufkit/writer.h"
 #include "raw_gguf.h"
 #include "test_support.h"
 
@@ -55,6 +59,46 @@ TEST(CheckCli, ExitCodesAndStrict) {
   RawGguf junk;
   junk.raw("not a gguf file at all");
   EXPECT_EQ(run_gguf({"check", write_fixture(dir, "junk.gguf", junk).string()}).exit_code, 1);
+  fs::remove_all(dir);
+}
+
+// Issue 29: --strict passed an RMS epsilon of -1 (llama.cpp aborts on it) or 1e30.
+TEST(CheckCli, EpsilonOutOfRangeFails) {
+  const fs::path dir = test::temp_dir("check-cli-eps");
+  auto sample = GgufFile::open(test::sample_model());
+  ASSERT_TRUE(sample) << sample.error().describe();
+  const std::string tail =
+      "info tokenizer.chat_template at offset 11846 (tokenizer.chat_template): chat template of 127 bytes, SHA-256 "
+      "0123678dd6c5188bfa776bfe48dba228e7e904aba474a7e239e84c6d35da4743; compare the hash with the template of the "
+      "original model to be sure it is the intended one\n"
+      "info compat.types: tensor types: f32 x5, f16 x15; every one is read by the llama.cpp ggufkit tracks "
+      "(node-llama-cpp 3.21.1's build)\n";
+  const std::string advice =
+      "; the file was probably written by a converter for a different version or edited by hand; convert the model "
+      "again or correct the key with gguf set\n";
+  for (const auto& [value, finding, summary] : {
+           std::tuple{-1.0f,
+                      std::string("error arch.bad_hyperparameter at offset 467 (llama.attention.layer_norm_rms_epsilon): "
+                                  "'llama.attention.layer_norm_rms_epsilon' is -1, outside [0, inf): llama.cpp aborts on "
+                                  "a negative or NaN epsilon (GGML_ASSERT(eps >= 0.0f) in ggml's norm operations), and "
+                                  "an infinite one turns every normalized activation into 0"),
+                      std::string("FAILED (1 error, 0 warnings, 2 notes)")},
+           std::tuple{1e30f,
+                      std::string("warning arch.implausible_hyperparameter at offset 467 "
+                                  "(llama.attention.layer_norm_rms_epsilon): 'llama.attention.layer_norm_rms_epsilon' is "
+                                  "1e+30, outside (0, 0.1]: an epsilon is a small positive number (1e-5, 1e-6): at 0 a "
+                                  "row of zeros is divided by zero, and above 0.1 it swamps the variance it is added to"),
+                      std::string("FAILED (0 errors, 1 warning, 2 notes)")}}) {
+    SCOPED_TRACE(value);
+    GgufBuilder b = GgufBuilder::from_file(*sample);
+    ASSERT_TRUE(b.set("llama.attention.layer_norm_rms_epsilon", MetadataValue::of(value)));
+    const fs::path p = dir / "eps.gguf";
+    ASSERT_TRUE(b.write_file(p, b.suggested_options()));
+    const auto r = run_gguf({"check", "--strict", p.string()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, finding + advice + tail + p.string() + ": " + summary + "\n");
+    EXPECT_EQ(r.err, "");
+  }
   fs::remove_all(dir);
 }
 

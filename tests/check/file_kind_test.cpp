@@ -2,6 +2,8 @@
 // multimodal projector, a vocabulary-only file and a shard other than the first are each checked by
 // the passes that apply to them. A correct file of each kind passes --strict with exactly the
 // findings listed here; a broken projector gets exactly its problems.
+#include <limits>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -154,6 +156,55 @@ TEST(CheckFileKind, BrokenProjectorGetsExactlyItsProblems) {
   EXPECT_EQ(unknown->message,
             "projector type 'hologram' is not one llama.cpp knows: it refuses the file (\"unknown projector type: "
             "hologram\"); the projector may need a newer llama.cpp");
+}
+
+// Issue 29: clip's epsilon, image mean and std, against the range table (clip divides by the std).
+TEST(CheckFileKind, ProjectorFloatsOutsideTheirRange) {
+  const std::string eps_error =
+      "clip aborts on a negative or NaN epsilon (GGML_ASSERT(eps >= 0.0f) in ggml's norm operations), and an "
+      "infinite one turns every normalized activation into 0";
+  const std::string eps_warning =
+      "an epsilon is a small positive number (1e-5, 1e-6): at 0 a row of zeros is divided by zero, and above 0.1 it "
+      "swamps the variance it is added to";
+  const std::string std_error =
+      "clip divides every pixel by it: 0 divides by zero, NaN or an infinity makes the image NaN, and a negative one "
+      "inverts the image";
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::pair<std::pair<std::string, MetadataValue>, std::string> cases[] = {
+      {{"clip.vision.attention.layer_norm_epsilon", MetadataValue::of(-1.0f)},
+       "error mmproj.bad_hyperparameter 'clip.vision.attention.layer_norm_epsilon' is -1, outside [0, inf): " + eps_error},
+      {{"clip.vision.attention.layer_norm_epsilon", MetadataValue::of(nan)},
+       "error mmproj.bad_hyperparameter 'clip.vision.attention.layer_norm_epsilon' is nan, outside [0, inf): " + eps_error},
+      {{"clip.vision.attention.layer_norm_epsilon", MetadataValue::of(inf)},
+       "error mmproj.bad_hyperparameter 'clip.vision.attention.layer_norm_epsilon' is inf, outside [0, inf): " + eps_error},
+      {{"clip.vision.attention.layer_norm_epsilon", MetadataValue::of(0.0f)},
+       "warning mmproj.implausible_hyperparameter 'clip.vision.attention.layer_norm_epsilon' is 0, outside (0, 0.1]: " +
+           eps_warning},
+      {{"clip.vision.attention.layer_norm_epsilon", MetadataValue::of(1e30f)},
+       "warning mmproj.implausible_hyperparameter 'clip.vision.attention.layer_norm_epsilon' is 1e+30, outside (0, "
+       "0.1]: " + eps_warning},
+      {{"clip.vision.image_std", MetadataValue::array(std::vector<float>{0.5f, 0.0f, 0.5f})},
+       "error mmproj.bad_hyperparameter 'clip.vision.image_std' element 1 is 0, outside (0, inf): " + std_error},
+      {{"clip.vision.image_std", MetadataValue::array(std::vector<float>{0.5f, 0.5f, -1.0f})},
+       "error mmproj.bad_hyperparameter 'clip.vision.image_std' element 2 is -1, outside (0, inf): " + std_error},
+      {{"clip.vision.image_mean", MetadataValue::array(std::vector<float>{nan, 0.5f, 0.5f})},
+       "error mmproj.bad_hyperparameter 'clip.vision.image_mean' element 0 is nan, outside (-inf, inf): clip subtracts "
+       "it from every pixel: NaN or an infinity makes the image NaN"},
+  };
+  for (const auto& [change, expected] : cases) {
+    SCOPED_TRACE(change.first);
+    GgufBuilder b = projector();
+    set(b, change.first, change.second);
+    const CheckReport report = check_model(b);
+    std::string all;  // every finding: severity, code, subject, and the message but compat.types' (its own test's)
+    for (const Finding& f : report.findings) {
+      all += fmt::format("{} {} [{}] {}\n", severity_name(f.severity), f.code, f.subject,
+                         f.code == "compat.types" ? "" : f.message);
+    }
+    const size_t code_end = expected.find(' ', expected.find(' ') + 1);
+    EXPECT_EQ(all, fmt::format("{} [{}] {}; convert the projector again\ninfo compat.types [] \n",
+                               expected.substr(0, code_end), change.first, expected.substr(code_end + 1)));
+  }
 }
 
 TEST(CheckFileKind, ProjectorWithoutAnEncoderIsAnError) {

@@ -1,8 +1,11 @@
 // gguf check's RoPE pass on small files built with GgufBuilder: a consistent model passes; each
 // test breaks one {arch}.rope.* fact and expects exactly its finding.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
+#include <tuple>
 
 #include "ggufkit/reader.h"
 #include "tokenizer_rope_lora_fixtures.h"
@@ -182,6 +185,44 @@ TEST(CheckRope, AttnFactorAsFloat64IsAnError) {
   expect_none(check_model(b), kRope);
   set(b, "llama.rope.scaling.attn_factor", MetadataValue::of(1.0));
   expect_single(check_model(b), kRope, "rope.wrong_type", Severity::error);
+}
+
+// Issue 29: yarn's and the attention factor's floats, against meta/float_ranges.cpp's table.
+TEST(CheckRope, ScalingFloatsOutsideTheirRange) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::string must = "ggml's RoPE computes every rotation angle from it: NaN or an infinity makes every query and key NaN";
+  const std::string scale =
+      "it multiplies the rotated queries and keys (1 when unscaled): 0 or a negative value is no scaling a model was "
+      "trained with";
+  const std::string beta = "a yarn beta is a positive number of rotations (32 and 1 by default): the context is divided by it";
+  const std::tuple<std::string, float, std::string> cases[] = {
+      {"attn_factor", nan, "error rope.bad_value 'llama.rope.scaling.attn_factor' is nan, outside (-inf, inf): " + must},
+      {"attn_factor", 0.0f, "warning rope.implausible_value 'llama.rope.scaling.attn_factor' is 0, outside (0, inf): " + scale},
+      {"yarn_attn_factor", -1.0f,
+       "warning rope.implausible_value 'llama.rope.scaling.yarn_attn_factor' is -1, outside (0, inf): " + scale},
+      {"yarn_beta_fast", 0.0f, "warning rope.implausible_value 'llama.rope.scaling.yarn_beta_fast' is 0, outside (0, inf): " + beta},
+      {"yarn_beta_slow", inf, "error rope.bad_value 'llama.rope.scaling.yarn_beta_slow' is inf, outside (-inf, inf): " + must},
+      {"yarn_ext_factor", nan, "error rope.bad_value 'llama.rope.scaling.yarn_ext_factor' is nan, outside (-inf, inf): " + must},
+      {"yarn_log_multiplier", -inf,
+       "error rope.bad_value 'llama.rope.scaling.yarn_log_multiplier' is -inf, outside (-inf, inf): " + must},
+  };
+  for (const auto& [suffix, value, expected] : cases) {
+    SCOPED_TRACE(suffix);
+    auto b = scaled("yarn", 4.0f, 2048, 8192);
+    set(b, "llama.rope.scaling." + suffix, MetadataValue::of(value));
+    std::string all;
+    for (const Finding& f : check_model(b).findings) {
+      if (f.code.starts_with(kRope)) all += fmt::format("{} {} {}\n", severity_name(f.severity), f.code, f.message);
+    }
+    EXPECT_EQ(all, expected + "; set the model's rope_scaling parameters\n");
+  }
+  // llama.cpp's defaults pass (ext_factor -1: "not set").
+  auto b = scaled("yarn", 4.0f, 2048, 8192);
+  for (const auto& [suffix, value] : {std::pair{"attn_factor", 1.0f}, {"yarn_attn_factor", 1.0f}, {"yarn_beta_fast", 32.0f},
+                                      {"yarn_beta_slow", 1.0f}, {"yarn_ext_factor", -1.0f}, {"yarn_log_multiplier", 0.1f}}) {
+    set(b, std::string("llama.rope.scaling.") + suffix, MetadataValue::of(value));
+  }
+  expect_none(check_model(b), kRope);
 }
 
 TEST(CheckRope, FreqBaseAsFloat64IsAnError) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 
 #include "ggufkit/reader.h"
 #include "tokenizer_rope_lora_fixtures.h"
@@ -113,6 +114,25 @@ TEST(CheckTokenizer, ScoresShorterThanTokensAreAnError) {
   set(b, "tokenizer.ggml.scores", MetadataValue::array(v.scores));
   const Finding f = expect_single(check_model(b), kTok, "tokenizer.length_mismatch", Severity::error);
   EXPECT_EQ(f.subject, "tokenizer.ggml.scores");
+}
+
+// Issue 29: NaN scores passed; llama.cpp's SentencePiece merges order them with `<`.
+TEST(CheckTokenizer, NanScoresAreAnErrorInfiniteOnesAWarning) {
+  auto v = spm_vocab();
+  v.scores[280] = v.scores[281] = std::numeric_limits<float>::quiet_NaN();
+  v.scores[282] = -std::numeric_limits<float>::infinity();
+  const CheckReport report = check_model(spm_model(v));
+  std::string all;
+  for (const Finding& f : report.findings) {
+    if (f.code.starts_with(kTok)) all += fmt::format("{} {} [{}] {}\n", severity_name(f.severity), f.code, f.subject, f.message);
+  }
+  EXPECT_EQ(all,
+            "error tokenizer.nan_score [tokenizer.ggml.scores] 2 score(s) are NaN (the first of token 280): llama.cpp's "
+            "SentencePiece tokenizer orders its merges by score, and NaN breaks that order (undefined behaviour); "
+            "convert the model again from its tokenizer\n"
+            "warning tokenizer.infinite_score [tokenizer.ggml.scores] 1 score(s) are infinite (the first of token 282): a "
+            "score is a log probability, and an infinite one decides every tokenization it takes part in; convert the "
+            "model again from its tokenizer\n");
 }
 
 TEST(CheckTokenizer, TokenTypesLongerThanTokensAreAWarning) {

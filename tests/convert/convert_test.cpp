@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <tuple>
@@ -22,6 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/model_name.h"
+#include "family_checkpoint.h"
+#include "sentencepiece_fixtures.h"
 #include "ggufkit/convert.h"
 #include "ggufkit/quant.h"
 #include "ggufkit/reader.h"
@@ -733,6 +737,49 @@ TEST(Convert, Refusals) {
   EXPECT_EQ(e.code, ErrorCode::io_error);
 }
 
+// Issue 29: config.json values gguf check then reports (llama.cpp aborts on a negative epsilon)
+// were written with exit 0; they are refused, naming the field and the value, nothing written.
+TEST(Convert, HyperparametersGgufCheckWouldReportAreRefused) {
+  const std::string advice =
+      "; the file was probably written by a converter for a different version or edited by hand; convert the model "
+      "again or correct the key with gguf set";
+  const std::string eps_error =
+      "outside [0, inf): llama.cpp aborts on a negative or NaN epsilon (GGML_ASSERT(eps >= 0.0f) in ggml's norm "
+      "operations), and an infinite one turns every normalized activation into 0";
+  const std::string eps_warning =
+      "outside (0, 0.1]: an epsilon is a small positive number (1e-5, 1e-6): at 0 a row of zeros is divided by zero, "
+      "and above 0.1 it swamps the variance it is added to";
+  const std::string key = "llama.attention.layer_norm_rms_epsilon";
+  const auto refusal = [&](const std::string& field, const std::string& value, const std::string& finding) {
+    return fmt::format("'config.json: {}': {} would be written as {}, and gguf check finds: {}", field, value, key,
+                       finding);
+  };
+  const std::pair<json, std::string> cases[] = {
+      {{{"rms_norm_eps", -1}}, refusal("rms_norm_eps", "-1", "error arch.bad_hyperparameter: '" + key + "' is -1, " + eps_error + advice)},
+      {{{"rms_norm_eps", 1e39}}, refusal("rms_norm_eps", "inf", "error arch.bad_hyperparameter: '" + key + "' is inf, " + eps_error + advice)},
+      {{{"rms_norm_eps", 0}}, refusal("rms_norm_eps", "0", "warning arch.implausible_hyperparameter: '" + key + "' is 0, " + eps_warning + advice)},
+      {{{"rms_norm_eps", 1e30}}, refusal("rms_norm_eps", "1e+30", "warning arch.implausible_hyperparameter: '" + key + "' is 1e+30, " + eps_warning + advice)},
+      {{{"norm_eps", -1e-5}, {"rms_norm_eps", nullptr}}, refusal("norm_eps", "-1e-05", "error arch.bad_hyperparameter: '" + key + "' is -1e-05, " + eps_error + advice)},
+      {{{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64}, {"beta_fast", 0}}}},
+       "'config.json: rope_scaling.beta_fast': 0 would be written as llama.rope.scaling.yarn_beta_fast, and gguf check "
+       "finds: warning rope.implausible_value: 'llama.rope.scaling.yarn_beta_fast' is 0, outside (0, inf): a yarn beta "
+       "is a positive number of rotations (32 and 1 by default): the context is divided by it; set the model's "
+       "rope_scaling parameters"},
+      {{{"rope_theta", -10000.0}},
+       "'config.json: rope_theta': -10000 would be written as llama.rope.freq_base, and gguf check finds: error "
+       "rope.bad_freq_base: llama.rope.freq_base is -10000; RoPE needs a positive base (10000 is the usual default, "
+       "newer models use larger ones); set the model's rope_theta"},
+  };
+  for (const auto& [change, expected] : cases) {
+    SCOPED_TRACE(change.dump());
+    TinyModel m;
+    m.extra_config = change;
+    const Error e = plan_error(m, "range", [](const auto&) {});
+    EXPECT_EQ(e.describe(), expected);
+    EXPECT_EQ(e.code, ErrorCode::invalid_argument);
+  }
+}
+
 // The keys of the architecture a plan writes, "{arch}." left out, in order, with their values.
 std::vector<std::string> arch_keys(const ConvertPlan& plan) {
   std::vector<std::string> out;
@@ -949,6 +996,68 @@ TEST(ConvertCli, ConvertsDryRunsAndRefuses) {
   std::filesystem::remove_all(dir.parent_path());
 }
 
+// Issue 29: refused on the command line: exit 2, one line naming config.json's field and its value,
+// nothing on stdout, nothing written; and a tokenizer.model with a repeated piece or a NaN score
+// (which llama.cpp aborts on, or orders its merges wrongly with) is refused with check's finding.
+TEST(ConvertCli, ValuesGgufCheckWouldReportAreRefused) {
+  const auto dir = test::temp_dir("convert-cli-refused");
+  const auto out = dir / "out.gguf";
+  TinyModel m;
+  m.extra_config = {{"rms_norm_eps", -1}};
+  m.write(dir / "eps");
+  auto r = test::run_gguf({"convert", (dir / "eps").string(), out.string(), "--no-tokenizer"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "gguf: " + (dir / "eps").string() +
+                ": 'config.json: rms_norm_eps': -1 would be written as llama.attention.layer_norm_rms_epsilon, and gguf "
+                "check finds: error arch.bad_hyperparameter: 'llama.attention.layer_norm_rms_epsilon' is -1, outside "
+                "[0, inf): llama.cpp aborts on a negative or NaN epsilon (GGML_ASSERT(eps >= 0.0f) in ggml's norm "
+                "operations), and an infinite one turns every normalized activation into 0; the file was probably "
+                "written by a converter for a different version or edited by hand; convert the model again or correct "
+                "the key with gguf set [invalid_argument]\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  // A SentencePiece tokenizer.model of 400 pieces (llama's layout) for a vocabulary of 400.
+  TinyModel spm;
+  spm.vocab = 400;
+  const auto with_pieces = [&](const std::string& name, const std::function<void(std::vector<test::TinyPiece>&)>& change) {
+    std::vector<test::TinyPiece> pieces = test::tiny_sentencepiece_pieces(false, 400);
+    change(pieces);
+    test::spm::Proto proto;
+    for (const test::TinyPiece& p : pieces) proto.piece(p.piece, p.score, p.type);
+    proto.byte_fallback().normalizer(true);
+    spm.write(dir / name);
+    test::write_bytes(dir / name / "tokenizer.model", proto.bytes());
+    return dir / name;
+  };
+  const auto good = with_pieces("good", [](auto&) {});
+  r = test::run_gguf({"convert", good.string(), out.string(), "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, out.string() + "\n");
+  EXPECT_EQ(r.err, "");
+  std::filesystem::remove(out);
+  const auto duplicate = with_pieces("duplicate", [](auto& p) { p[300].piece = p[299].piece; });
+  const auto nan = with_pieces("nan", [](auto& p) { p[310].score = std::numeric_limits<float>::quiet_NaN(); });
+  for (const auto& [checkpoint, finding] :
+       {std::pair{duplicate, std::string("'tokenizer.ggml.tokens': the converted file would not pass gguf check, which "
+                                         "finds: error tokenizer.duplicate_token: 1 tokens repeat the text of an earlier "
+                                         "token (ids 299 and 300 are both '\xE2\x96\x81n'); llama.cpp aborts while "
+                                         "loading the vocabulary (each text must map to one id); give every token a "
+                                         "distinct text")},
+        std::pair{nan, std::string("'tokenizer.ggml.scores': the converted file would not pass gguf check, which finds: "
+                                   "error tokenizer.nan_score: 1 score(s) are NaN (the first of token 310): llama.cpp's "
+                                   "SentencePiece tokenizer orders its merges by score, and NaN breaks that order "
+                                   "(undefined behaviour); convert the model again from its tokenizer")}}) {
+    r = test::run_gguf({"convert", checkpoint.string(), out.string(), "-q"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "gguf: " + checkpoint.string() + ": " + finding + " [invalid_argument]\n");
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The converter reads only regular files inside the checkpoint directory (or, in a Hugging Face
 // cache snapshot, its blobs/), and bounded text files: a link to a private file, config.json linked
 // to /dev/zero, a FIFO or an oversized file is refused with a message naming it, nothing written.
@@ -979,8 +1088,8 @@ TEST(ConvertCli, ReadsOnlyTheCheckpointsOwnFiles) {
                                     ", outside the checkpoint directory: not read (copy the file in if it belongs to the model)");
   std::filesystem::remove(dir / "config.json");
   write_text(dir / "config.json", m.config().dump());
-  std::filesystem::resize_file(dir / "config.json", uint64_t{300} << 20);  // sparse: nothing read
-  expect_refused("config.json", "314572800 bytes, over the limit of 268435456 for a checkpoint's text file: not read");
+  std::filesystem::resize_file(dir / "config.json", (uint64_t{4} << 20) + 1);  // sparse: nothing read
+  expect_refused("config.json", "4194305 bytes, over the limit of 4194304 bytes for config.json: not read");
   // The weights too: model.safetensors linked outside.
   write_text(dir / "config.json", m.config().dump());
   std::filesystem::rename(dir / "model.safetensors", root / "weights.safetensors");

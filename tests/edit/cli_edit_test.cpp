@@ -1,4 +1,5 @@
 // gguf set / get / rm / rename: the verbs as a user runs them, on copies of the sample model.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -115,6 +116,26 @@ TEST_F(CliEdit, ArraysComeFromJson) {
   EXPECT_EQ(run_gguf({"set", model.string(), "test.bad", "--json", "[1,"}).exit_code, 2);
   EXPECT_EQ(run_gguf({"set", model.string(), "test.empty", "--json", "[]"}).exit_code, 2);
   EXPECT_EQ(run_gguf({"set", model.string(), "test.empty", "--json", "[]", "--type", "int32"}).exit_code, 0);
+}
+
+// Issue 29: a value nested deeper than the reader reads was written, and then every verb refused
+// the file, rm included. An edit after which the file would not open (gguf check: structure.*) is
+// refused instead, and the file stays as it was.
+TEST_F(CliEdit, ArraysNestedDeeperThanTheReaderReadsAreRefused) {
+  const auto before = read_bytes(model);
+  const auto nested = [](int levels) { return std::string(levels, '[') + "1" + std::string(levels, ']'); };
+  auto r = run_gguf({"set", model.string(), "test.deep", "--json", nested(9)});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, fmt::format("gguf: {}: 'test.deep': after this edit the file would not open: arrays nested more than 8 deep [array_too_deep]\n", model.string()));
+  EXPECT_EQ(read_bytes(model), before);
+  // Eight levels are the reader's limit: written, read back, and removed again.
+  r = run_gguf({"set", model.string(), "test.deep", "--json", nested(8)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(run_gguf({"get", model.string(), "test.deep"}).out, nested(8) + "\n");
+  r = run_gguf({"rm", model.string(), "test.deep"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(reopen(model).find("test.deep"), nullptr);
 }
 
 TEST_F(CliEdit, DryRunAndOutputLeaveTheFileUntouched) {

@@ -276,3 +276,38 @@ def test_values_that_do_not_fit_their_type_name_the_key(tmp_path):
         with pytest.raises(ValueError, match=message):
             w.write_ti_data_to_file()
         assert os.listdir(tmp_path) == []
+
+
+def nested(levels):
+    value = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_arrays_nested_deeper_than_the_reader_reads_are_refused(tmp_path):
+    # Issue 29: such a value was written, and no reader (nor any verb, rm included) opened the file again.
+    message = "'k.deep': arrays nested more than 8 deep"
+    w = ggufkit.GGUFWriter(tmp_path / "x.gguf", "llama")
+    w.add_array("k.deep", nested(9))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    with pytest.raises(ggufkit.GGUFError) as e:
+        w.write_ti_data_to_file()
+    assert (e.value.code, str(e.value)) == ("array_too_deep", f"{tmp_path / 'x.gguf'}: {message}")
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ggufkit.GGUFError) as e:
+        ggufkit.export_to_gguf({"a": np.zeros(4, dtype=np.float32)}, tmp_path / "e.gguf", metadata={"k.deep": nested(9)})
+    assert (e.value.code, str(e.value)) == ("array_too_deep", f"{tmp_path / 'e.gguf'}: {message}")
+    assert os.listdir(tmp_path) == []
+    # Eight levels: written and read back.
+    ggufkit.export_to_gguf({"a": np.zeros(4, dtype=np.float32)}, tmp_path / "e.gguf", metadata={"k.deep": nested(8)})
+    assert ggufkit.GGUFReader(tmp_path / "e.gguf").fields["k.deep"].contents() == [1]
+    # An edit: refused, the file unchanged.
+    before = (tmp_path / "e.gguf").read_bytes()
+    with pytest.raises(ggufkit.GGUFError) as e:
+        ggufkit.set(tmp_path / "e.gguf", "k.deep", nested(9), sync=False)
+    assert (e.value.code, str(e.value)) == (
+        "array_too_deep", f"{tmp_path / 'e.gguf'}: 'k.deep': after this edit the file would not open: arrays nested "
+        "more than 8 deep")
+    assert (tmp_path / "e.gguf").read_bytes() == before

@@ -127,21 +127,33 @@ TraceOutcome trace_until(pid_t pid, const std::vector<long>& syscalls, int nth, 
   }
 }
 
-CommandResult run_gguf_traced(const std::vector<std::string>& args, const std::string& stdout_path,
-                              const std::function<TraceOutcome(pid_t)>& tracer, bool* stopped);
+// Runs PREFIX... build/gguf ARGS, stdout to `stdout_path` (captured when empty), under `tracer`
+// when one is given.
+CommandResult run_cli(const std::vector<std::string>& prefix, const std::vector<std::string>& args,
+                      const std::string& stdout_path, const std::function<TraceOutcome(pid_t)>& tracer = {},
+                      bool* stopped = nullptr);
 
 }  // namespace
 
 StoppedRun run_gguf_stopped_at(const std::vector<std::string>& args, const std::vector<long>& syscalls, int nth,
                                const std::function<void(pid_t)>& at_stop) {
   StoppedRun run;
-  run.result = run_gguf_traced(
-      args, {}, [&](pid_t pid) { return trace_until(pid, syscalls, nth, at_stop); }, &run.stopped);
+  run.result = run_cli(
+      {}, args, {}, [&](pid_t pid) { return trace_until(pid, syscalls, nth, at_stop); }, &run.stopped);
   return run;
 }
 
 CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const std::string& stdout_path) {
-  return run_gguf_traced(args, stdout_path, {}, nullptr);
+  return run_cli({}, args, stdout_path);
+}
+
+CommandResult run_gguf_measured(const std::vector<std::string>& args) {
+  std::string rss_path = (std::filesystem::temp_directory_path() / "ggufkit-run-rss-XXXXXX").string();
+  ::close(::mkstemp(rss_path.data()));
+  CommandResult r = run_cli({GGUFKIT_PEAK_RSS_PATH, rss_path}, args, {});
+  std::ifstream(rss_path) >> r.max_rss_kib;
+  ::unlink(rss_path.c_str());
+  return r;
 }
 
 std::optional<std::string> ptrace_missing() {
@@ -179,15 +191,17 @@ std::vector<long> fsync_syscalls() { return {SYS_fsync, SYS_fdatasync}; }
 
 namespace {
 
-CommandResult run_gguf_traced(const std::vector<std::string>& args, const std::string& stdout_path,
-                              const std::function<TraceOutcome(pid_t)>& tracer, bool* stopped) {
+CommandResult run_cli(const std::vector<std::string>& prefix, const std::vector<std::string>& args,
+                      const std::string& stdout_path, const std::function<TraceOutcome(pid_t)>& tracer,
+                      bool* stopped) {
   // stdout and stderr go to temporary files so that large outputs cannot deadlock a pipe.
   const auto dir = std::filesystem::temp_directory_path();
   std::string out_path = (dir / "ggufkit-run-out-XXXXXX").string();
   std::string err_path = (dir / "ggufkit-run-err-XXXXXX").string();
   const int out_fd = ::mkstemp(out_path.data());
   const int err_fd = ::mkstemp(err_path.data());
-  std::vector<std::string> argv_store = {GGUFKIT_CLI_PATH};
+  std::vector<std::string> argv_store = prefix;
+  argv_store.push_back(GGUFKIT_CLI_PATH);
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_store) argv.push_back(a.data());

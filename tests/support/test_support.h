@@ -36,6 +36,7 @@ struct CommandResult {
   int exit_code = -1;
   std::string out;
   std::string err;
+  long max_rss_kib = 0;  // run_gguf_measured: the command's peak resident memory, in KiB
 };
 // Runs build/gguf with the given arguments (no shell), capturing stdout and stderr.
 CommandResult run_gguf(const std::vector<std::string>& args);
@@ -59,6 +60,9 @@ std::optional<std::string> ptrace_missing();
 // ones that flush a file to disk, on this architecture, for run_gguf_stopped_at.
 std::vector<long> rename_syscalls();
 std::vector<long> fsync_syscalls();
+// run_gguf with the CLI's peak resident memory in max_rss_kib (measured by the small peak-rss
+// helper: a child forked from the test process would count the test's own pages).
+CommandResult run_gguf_measured(const std::vector<std::string>& args);
 
 // llama.cpp through node-llama-cpp's JavaScript API: the node scripts under tests/ take the
 // oracle's node_modules directory first, then their own arguments.

@@ -3,12 +3,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "ggufkit/reader.h"
@@ -304,6 +306,56 @@ TEST(WriterMetadata, AlignmentMustBeAUint32PowerOfTwo) {
   EXPECT_EQ(b.alignment(), 1u);
 }
 
+// `levels` arrays nested in each other (the outermost included), the innermost holding one uint8.
+MetadataValue nested_value(uint32_t levels) {
+  MetadataValue v = MetadataValue::array(std::vector<uint8_t>{42});
+  for (uint32_t i = 1; i < levels; ++i) v = MetadataValue::array_of(ValueType::Array, std::span(&v, 1)).value();
+  return v;
+}
+
+// Issue 29: the builder wrote a value nested deeper than the reader reads, and then no verb could
+// open the file again (rm included). The one limit is format.h's, for both.
+TEST(WriterMetadata, ArraysNestedDeeperThanTheReaderReadsAreRefused) {
+  GgufBuilder b;
+  ASSERT_TRUE(b.set("deep", nested_value(kMaxArrayDepth))) << "the deepest value the reader reads";
+  const Error e = b.set("deeper", nested_value(kMaxArrayDepth + 1)).error();
+  EXPECT_EQ(e.describe(), "'deeper': arrays nested more than 8 deep");
+  EXPECT_EQ(e.code, ErrorCode::array_too_deep);
+  EXPECT_EQ(b.metadata_count(), 1u);
+  // An empty array of arrays at the last level is refused as the reader refuses it.
+  const MetadataValue empty_arrays = MetadataValue::array_of(ValueType::Array, {}).value();
+  MetadataValue v = empty_arrays;
+  for (uint32_t i = 1; i < kMaxArrayDepth; ++i) v = MetadataValue::array_of(ValueType::Array, std::span(&v, 1)).value();
+  EXPECT_EQ(b.set("deep", v).error().describe(), "'deep': arrays nested more than 8 deep");
+  const auto bytes = write_to_memory(b);
+  auto f = GgufFile::parse(bytes);
+  ASSERT_TRUE(f) << f.error().describe();
+  EXPECT_EQ(f->metadata().size(), 1u);
+  EXPECT_TRUE(std::ranges::equal(f->get("deep")->encoded(), nested_value(kMaxArrayDepth).encoded()));
+}
+
+// The other limits of a value, with small ones (the real ones take a GiB to reach).
+TEST(WriterMetadata, ValueLimitsAreTheReaders) {
+  const ValueLimits small{.max_string_length = 3, .max_array_elements = 2, .max_array_depth = 2};
+  const auto message = [&](const MetadataValue& v) {
+    auto r = check_value_limits(v.view(), small);
+    return r ? std::string("ok") : fmt::format("{} {}", error_code_name(r.error().code), r.error().describe());
+  };
+  EXPECT_EQ(message(MetadataValue::string("abc")), "ok");
+  EXPECT_EQ(message(MetadataValue::string("abcd")), "string_too_long the string has 4 bytes, more than the 3 byte limit");
+  EXPECT_EQ(message(MetadataValue::string_array(std::vector<std::string>{"a", "abcd"})),
+            "string_too_long string 1 of the array has 4 bytes, more than the 3 byte limit");
+  EXPECT_EQ(message(MetadataValue::array(std::vector<uint8_t>{1, 2})), "ok");
+  EXPECT_EQ(message(MetadataValue::array(std::vector<uint8_t>{1, 2, 3})),
+            "array_too_long array of 3 elements, more than the limit of 2");
+  EXPECT_EQ(message(nested_value(2)), "ok");
+  EXPECT_EQ(message(nested_value(3)), "array_too_deep arrays nested more than 2 deep");
+  const MetadataValue long_inner = MetadataValue::string_array(std::vector<std::string>{"abcd"});
+  EXPECT_EQ(message(MetadataValue::array_of(ValueType::Array, std::span(&long_inner, 1)).value()),
+            "string_too_long string 0 of the array has 4 bytes, more than the 3 byte limit");
+  EXPECT_EQ(message(MetadataValue::of(1.5f)), "ok");
+}
+
 // ---- add_tensor arguments ----
 
 TEST(WriterTensorArguments, DuplicateName) {
@@ -313,6 +365,21 @@ TEST(WriterTensorArguments, DuplicateName) {
   ASSERT_TRUE(b.add_tensor("w", TensorType::F32, shape, data));
   EXPECT_TRUE(FailsWith(b.add_tensor("w", TensorType::F32, shape, data), ErrorCode::duplicate_tensor, std::nullopt, "w"));
   EXPECT_EQ(b.tensor_count(), 1u);
+}
+
+// The reader ends names at a NUL as llama.cpp does, and refuses two equal up to it.
+TEST(WriterTensorArguments, NamesEqualUpToANulAreDuplicates) {
+  GgufBuilder b;
+  const auto data = pattern(32, 0);
+  const int64_t shape[] = {8};
+  ASSERT_TRUE(b.add_tensor(std::string("w\0x", 3), TensorType::F32, shape, data));
+  EXPECT_EQ(b.add_tensor(std::string("w\0y", 3), TensorType::F32, shape, data).error().message,
+            "a tensor has the same name up to a NUL byte, which llama.cpp treats as the end of a name");
+  EXPECT_EQ(b.add_tensor("w", TensorType::F32, shape, data).error().code, ErrorCode::duplicate_tensor);
+  EXPECT_EQ(b.tensor_count(), 1u);
+  const auto bytes = write_to_memory(b);
+  auto f = GgufFile::parse(bytes);
+  ASSERT_TRUE(f) << f.error().describe();
 }
 
 TEST(WriterTensorArguments, NameOf64BytesIsRefused63Accepted) {

@@ -58,7 +58,7 @@ int print_plan_json(const ggufkit::ConvertPlan& plan) {
 }
 
 void print_plan(const ggufkit::ConvertPlan& plan) {
-  fmt::print("architecture: {} -> {}\n", plan.hf_architecture, plan.architecture);
+  fmt::print("architecture: {} -> {}\n", terminal_safe(plan.hf_architecture), plan.architecture);
   for (const auto& t : plan.tensors) {
     const std::string from = t.source ? std::string(ggufkit::safetensors_dtype_name(t.source->dtype)) : "generated";
     fmt::print("{:<40} -> {:<28} {:<20} {:>9} -> {:<6}{}{}\n", t.hf_name.empty() ? "(generated)" : terminal_safe(t.hf_name),
@@ -76,7 +76,7 @@ int run_convert(const ConvertArgs& args) {
   const auto type = ggufkit::parse_tensor_type(args.outtype);
   if (!type || !ggufkit::convert_accepts_out_type(*type)) {
     fmt::print(stderr, "gguf: convert: '{}' is not an output type (f32, f16, bf16, q8_0, or a type ggufkit quantizes "
-                       "without an importance matrix: q4_0, q4_K, q6_K...)\n", args.outtype);
+                       "without an importance matrix: q4_0, q4_K, q6_K...)\n", terminal_safe(args.outtype));
     return kUsageOrIoError;
   }
   ggufkit::ConvertOptions options;
@@ -115,7 +115,7 @@ int run_convert(const ConvertArgs& args) {
       status != kOk) {
     return status;
   }
-  fmt::print("{}\n", args.output);
+  fmt::print("{}\n", terminal_safe(args.output));
   return kOk;
 }
 

@@ -56,15 +56,15 @@ int run_extract(const ExtractArgs& args) {
     for (const std::string& name : args.tensors) {
       const ggufkit::ModelTensor* t = model->find_tensor(name);
       if (t == nullptr) {
-        fmt::print(stderr, "gguf: {}: no tensor named '{}'{}\n", args.file, name,
-                   ggufkit::did_you_mean(nearest_tensor(*model, name)));
+        fmt::print(stderr, "gguf: {}: no tensor named '{}'{}\n", terminal_safe(args.file), terminal_safe(name),
+                   terminal_safe(ggufkit::did_you_mean(nearest_tensor(*model, name))));
         return kUsageOrIoError;
       }
       chosen.push_back(t);
     }
   }
   if (chosen.empty()) {
-    fmt::print(stderr, "gguf: {}: the file has no tensors\n", args.file);
+    fmt::print(stderr, "gguf: {}: the file has no tensors\n", terminal_safe(args.file));
     return kUsageOrIoError;
   }
   // OUT is a directory when it is one, when it ends with '/', or when several tensors go out.
@@ -74,7 +74,7 @@ int run_extract(const ExtractArgs& args) {
   if (to_directory && !fs::is_directory(out, ec)) {
     fs::create_directories(out, ec);
     if (ec) {
-      fmt::print(stderr, "gguf: {}: cannot create the directory: {}\n", args.out, ec.message());
+      fmt::print(stderr, "gguf: {}: cannot create the directory: {}\n", terminal_safe(args.out), ec.message());
       return kUsageOrIoError;
     }
   }

@@ -56,7 +56,7 @@ bool parse_type_option(const char* flag, const std::string& text, std::optional<
   if (text.empty()) return true;
   out = ggufkit::parse_tensor_type(text);
   if (!out) {
-    fmt::print(stderr, "gguf: {} '{}' is not a tensor type{}\n", flag, text,
+    fmt::print(stderr, "gguf: {} '{}' is not a tensor type{}\n", flag, terminal_safe(text),
                suggestion_or(ggufkit::nearest_name(text, tensor_type_names(), {.fold = true}), " (q8_0, q6_K, f16...)"));
   }
   return out.has_value();
@@ -73,7 +73,7 @@ bool collect_tensor_types(const QuantizeArgs& args, std::vector<ggufkit::TensorT
     }
     std::ifstream in(text);
     if (!in) {
-      fmt::print(stderr, "gguf: --tensor-type-file: cannot open {}\n", text);
+      fmt::print(stderr, "gguf: --tensor-type-file: cannot open {}\n", terminal_safe(text));
       return false;
     }
     for (std::string word; in >> word;) words.push_back(word);
@@ -81,7 +81,7 @@ bool collect_tensor_types(const QuantizeArgs& args, std::vector<ggufkit::TensorT
   for (const auto& word : words) {
     auto o = ggufkit::parse_tensor_type_override(word);
     if (!o) {
-      fmt::print(stderr, "gguf: --tensor-type: {}\n", o.error().message);
+      fmt::print(stderr, "gguf: --tensor-type: {}\n", terminal_safe(o.error().message));
       return false;
     }
     out.push_back(std::move(*o));
@@ -99,7 +99,7 @@ int run_quantize(const QuantizeArgs& args) {
   for (const auto& text : args.override_kv) {
     auto o = ggufkit::parse_metadata_override(text);
     if (!o) {
-      fmt::print(stderr, "gguf: {}\n", o.error().message);
+      fmt::print(stderr, "gguf: {}\n", terminal_safe(o.error().message));
       return kUsageOrIoError;
     }
     options.metadata_overrides.push_back(std::move(*o));
@@ -133,7 +133,7 @@ int run_quantize(const QuantizeArgs& args) {
   }
   // TYPE as llama-quantize reads it: Q4_K_M, 15, q4_K, COPY (set_quantize_target).
   if (!ggufkit::set_quantize_target(args.type, options)) {
-    fmt::print(stderr, "gguf: '{}' is not a quantization type{}\n", args.type,
+    fmt::print(stderr, "gguf: '{}' is not a quantization type{}\n", terminal_safe(args.type),
                suggestion_or(ggufkit::nearest_name(args.type, quantization_type_names(), {.fold = true}),
                              " (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...; gguf types lists them)"));
     return kUsageOrIoError;
@@ -161,15 +161,15 @@ int run_quantize(const QuantizeArgs& args) {
   if (args.dry_run) {
     for (const auto& p : plan->tensors) {
       fmt::print("{:<40} {:>8} -> {:<8} {:>10}  {}\n", terminal_safe(p.tensor->name), ggufkit::type_name(p.tensor->type),
-                 ggufkit::type_name(p.target), short_bytes(p.bytes), p.convert ? p.note : "copied");
+                 ggufkit::type_name(p.target), short_bytes(p.bytes), p.convert ? terminal_safe(p.note) : "copied");
     }
-    for (const auto& o : options.metadata_overrides) fmt::print("metadata: {} set\n", o.key);
+    for (const auto& o : options.metadata_overrides) fmt::print("metadata: {} set\n", terminal_safe(o.key));
     if (options.importance != nullptr) {
       fmt::print("importance matrix: {} entries{}\n", importance.entries.size(),
                  importance.entries.empty() ? " (none used)" : "");
     }
     if (args.keep_split) {
-      for (const auto& out : outputs) fmt::print("output: {}\n", out.string());
+      for (const auto& out : outputs) fmt::print("output: {}\n", terminal_safe(out.string()));
     }
     if (!args.allow_requantize) {
       for (const auto& p : plan->tensors) {
@@ -200,7 +200,7 @@ int run_quantize(const QuantizeArgs& args) {
     return status;
   }
   // The output paths are the result (stdout); the figures are llama-quantize's closing report.
-  for (const auto& out : outputs) fmt::print("{}\n", out.string());
+  for (const auto& out : outputs) fmt::print("{}\n", terminal_safe(out.string()));
   if (!args.quiet) {
     print_sizes(stderr, ggufkit::quantize_sizes(*plan));
     fmt::print(stderr, "quantize time: {:.2f} s\n",

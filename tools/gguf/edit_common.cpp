@@ -88,7 +88,7 @@ bool append_extra_changes(const EditTarget& target, std::vector<MetadataChange>&
   for (const std::string& spec : target.renames) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      fmt::print(stderr, "gguf: --rename takes OLD=NEW, not '{}'\n", spec);
+      fmt::print(stderr, "gguf: --rename takes OLD=NEW, not '{}'\n", terminal_safe(spec));
       return false;
     }
     changes.push_back(MetadataChange::rename(spec.substr(0, eq), spec.substr(eq + 1)));
@@ -146,7 +146,7 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
       break;
     case ggufkit::EditMode::rewrite: how = fmt::format("rewrite ({})", plan->reason); break;
   }
-  if (to_other) how = fmt::format("new file {}", target.output);
+  if (to_other) how = fmt::format("new file {}", terminal_safe(target.output));
   if (target.dry_run) {
     print_changes(*plan);
     fmt::print("dry run, nothing written: {}\n", how);

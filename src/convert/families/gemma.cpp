@@ -91,6 +91,7 @@ Expected<void> gemma_common_keys(const FamilyInput& in, KeyWriter& w) {
   auto eps = required_number(c, "rms_norm_eps");
   if (!eps) return std::move(eps).error();
   w.f32("attention.layer_norm_rms_epsilon", *eps);
+  w.from_config("attention.layer_norm_rms_epsilon", "rms_norm_eps");
   if (!c.has_head_dim) return config_error("head_dim", "missing");
   w.u32("attention.key_length", c.head_dim);
   w.u32("attention.value_length", c.head_dim);
@@ -104,6 +105,7 @@ Expected<void> gemma2_keys(const FamilyInput& in, KeyWriter& w) {
     auto v = required_number(in.config, key);
     if (!v) return std::move(v).error();
     w.f32(key, *v);
+    w.from_config(key, key);
   }
   auto window = required(in.config, "sliding_window");
   if (!window) return std::move(window).error();
@@ -130,17 +132,20 @@ Expected<void> gemma3_keys(const FamilyInput& in, KeyWriter& w) {
   auto eps = number_or(c.root, "rms_norm_eps", 1e-6);
   if (!eps) return std::move(eps).error();
   w.f32("attention.layer_norm_rms_epsilon", *eps);
+  w.from_config("attention.layer_norm_rms_epsilon", "rms_norm_eps");
   w.u32("attention.key_length", c.head_dim);
   w.u32("attention.value_length", c.head_dim);
   auto theta = number_or(c.rope_full, "rope_theta", 1000000.0);
   if (!theta) return std::move(theta).error();
   w.f32("rope.freq_base", *theta);
+  w.from_config("rope.freq_base", "rope_theta");
   if (c.root.contains("attn_logit_softcapping") && !c.root["attn_logit_softcapping"].is_null()) {
     return config_error("attn_logit_softcapping", "set, but Gemma 3 has no attention soft-capping (the Python converter refuses it too)");
   }
   auto final_cap = c.optional_number("final_logit_softcapping");
   if (!final_cap) return std::move(final_cap).error();
   if (*final_cap && **final_cap != 0) w.f32("final_logit_softcapping", **final_cap);
+  w.from_config("final_logit_softcapping", "final_logit_softcapping");
   const auto pattern = c.root.find("sliding_window_pattern");
   if (pattern == c.root.end() || *pattern != Json(1)) {
     auto window = required(c, "sliding_window");

@@ -20,6 +20,7 @@ Expected<void> keys(const FamilyInput& in, KeyWriter& w) {
     auto v = in.config.optional_number(hf);
     if (!v) return std::move(v).error();
     if (*v && **v != 0) w.f32(gguf, **v);
+    w.from_config(gguf, hf);
   }
   return {};
 }

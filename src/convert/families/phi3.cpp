@@ -71,10 +71,12 @@ Expected<void> keys(const FamilyInput& in, KeyWriter& w) {
   auto eps = number_at(c, c.root, "rms_norm_eps", "rms_norm_eps");
   if (!eps) return std::move(eps).error();
   w.f32("attention.layer_norm_rms_epsilon", *eps);
+  w.from_config("attention.layer_norm_rms_epsilon", "rms_norm_eps");
   w.u32("rope.dimension_count", rope_dims(c));
   auto theta = number_at(c, c.rope_full, "rope_theta", "rope_theta");
   if (!theta) return std::move(theta).error();
   w.f32("rope.freq_base", *theta);
+  w.from_config("rope.freq_base", "rope_theta");
   w.set("general.file_type", MetadataValue::of(in.file_type));
   auto window = c.optional_int("sliding_window");
   if (!window) return std::move(window).error();
