@@ -441,15 +441,8 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
     tensors_before += static_cast<size_t>(
         std::ranges::count_if(plan->tensors, [&](const TensorPlan& p) { return p.shard == shard; }));
   }
-  if (options.cancel != nullptr && options.cancel->load()) return cancelled();  // none of the set is renamed
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (auto r = files[i]->commit(options.sync); !r) {
-      std::error_code ec;
-      for (size_t j = 0; j < i; ++j) std::filesystem::remove(paths[j], ec);  // no partial set
-      return r;
-    }
-  }
-  return {};
+  // Every output synced, then all renamed together (a cancel is heard until the renames).
+  return AtomicFile::commit_all(files, options.sync, options.cancel);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // gguf extract FILE [TENSOR...] -o OUT [--type f32|f16|raw]: tensors to NumPy .npy files. FILE may be
 // the first shard of a split model: the tensors of every shard are then available.
+#include <cstdio>
 #include <filesystem>
 
 #include <map>
@@ -106,11 +107,20 @@ int run_extract(const ExtractArgs& args) {
     }
     const ggufkit::TensorInfo& t = *chosen[i]->info;
     const fs::path& target = targets[i];
-    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false, policy); !r) {
+    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false, policy,
+                                      &interrupt_flag());
+        !r) {
+      if (r.error().code == ggufkit::ErrorCode::cancelled || interrupt_flag().load()) {
+        fmt::print(stderr, "gguf: extract: interrupted; {} of {} tensors written\n", i, chosen.size());
+        return kInterrupted;
+      }
       report_error(model->paths()[chosen[i]->shard].string(), r.error());
       return kUsageOrIoError;
     }
-    fmt::print("{}\n", terminal_safe(target.string()));
+    note_written("extract", args.out);
+    // Not fmt::print, which throws when stdout fails: the next files are still written, and the
+    // failure is reported once at the end (a warning: these files are written).
+    std::fputs((terminal_safe(target.string()) + "\n").c_str(), stdout);
     done_bytes += t.size;
     if (chosen.size() > 1) progress.item(i + 1, chosen.size(), done_bytes, all_bytes, t.name);
   }

@@ -137,7 +137,6 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
     fmt::print(stderr, "gguf {}: --strict: nothing written\n", target.verb);
     return kUsageOrIoError;
   }
-  print_changes(*plan);
   const std::string destination = to_other ? target.output : target.file;
   std::string how;
   switch (plan->mode) {
@@ -149,6 +148,7 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
   }
   if (to_other) how = fmt::format("new file {}", terminal_safe(target.output));
   if (target.dry_run) {
+    print_changes(*plan);
     fmt::print("dry run, nothing written: {}\n", how);
     return kOk;
   }
@@ -160,11 +160,13 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
   const Progress progress;
   apply.progress = [&progress](uint64_t done, uint64_t all) { progress.bytes(done, all, "tensor data copied"); };
   const std::string verb = target.verb.empty() ? "edit" : target.verb;
+  const bool writes = to_other || plan->mode != ggufkit::EditMode::unchanged;
   if (const int status = write_status(verb, ggufkit::apply_metadata_edit(file, target.file, *plan, destination, apply),
-                                      destination, destination);
+                                      destination, destination, writes);
       status != kOk) {
-    return status;
+    return status;  // nothing on stdout: the changes listed are the ones made
   }
+  print_changes(*plan);
   fmt::print("{}: {}\n", terminal_safe(destination), how);
   return kOk;
 }

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <utility>
 
 namespace gguf_cli {
 
@@ -172,8 +173,12 @@ int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view outp
 }
 
 int write_status(std::string_view verb, const ggufkit::Expected<void>& result, std::string_view output,
-                 std::string_view error_file) {
-  if (result) return kOk;
+                 std::string_view error_file, bool wrote) {
+  if (result) {
+    // A signal after the rename changes nothing: the output is there, complete.
+    if (wrote) note_written(verb, output);
+    return kOk;
+  }
   if (result.error().code == ggufkit::ErrorCode::cancelled || interrupt_flag().load()) {
     fmt::print(stderr, "gguf: {}: interrupted; {} was not written\n", verb, terminal_safe(output));
     return kInterrupted;
@@ -221,9 +226,27 @@ bool outputs_allowed(const std::vector<std::filesystem::path>& outputs, const gg
   return true;
 }
 
-int output_failed(int err) {
+namespace {
+// What note_written was told: the verb and its output, once the output is committed.
+std::optional<std::pair<std::string, std::string>> g_written;
+}  // namespace
+
+void note_written(std::string_view verb, std::string_view output) {
+  g_written.emplace(std::string(verb), std::string(output));
+}
+
+int output_failed(int err, int status_when_written) {
+  const char* reason = err != 0 ? std::strerror(err) : "write error";
   // A reader that went away (`| head`) has all it wanted: no message.
-  if (err != EPIPE) fmt::print(stderr, "gguf: cannot write the output: {}\n", err != 0 ? std::strerror(err) : "write error");
+  if (g_written) {
+    if (err != EPIPE) {
+      fmt::print(stderr, "gguf: {}: warning: {} was written, but stdout failed: {}\n", g_written->first,
+                 terminal_safe(g_written->second), reason);
+    }
+    std::clearerr(stdout);
+    return status_when_written;
+  }
+  if (err != EPIPE) fmt::print(stderr, "gguf: cannot write the output: {}\n", reason);
   std::clearerr(stdout);  // reported once: finish_output does not report it again
   return kUsageOrIoError;
 }
@@ -241,7 +264,7 @@ int finish_output(int status) {
   int err = errno;
   if (std::fflush(stdout) != 0 && err == 0) err = errno;
   if (!std::ferror(stdout) && std::cout.good()) return status;
-  return output_failed(err);
+  return output_failed(err, status);
 }
 
 std::string plural(uint64_t n, std::string_view one, std::string_view many) {
