@@ -51,6 +51,7 @@
 
 #include "bench_support.h"
 #include "ggufkit/convert.h"
+#include "ggufkit/convert_quantized.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
 

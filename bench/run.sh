@@ -11,6 +11,7 @@
 #   bench/run.sh convert [ARGS...] Hugging Face safetensors -> GGUF against cp, and peak memory (ARGS: --gib N, --experts N,
 #                                --dtype bf16|f16, --shard-gib N, --threads N, --repeat R, --dir D, --keep)
 #   bench/run.sh tokenizer       gguf convert's time on each real tokenizer.json of the oracle install
+#   bench/run.sh estimate [ARGS...] gguf estimate (whole process) against llama.cpp's no-alloc load (ARGS: --repeat R, --model NAME)
 #   bench/run.sh python [ARGS...] the Python package ggufkit (build-bench/python) against llama.cpp's gguf-py: opening a
 #                                vocabulary and reading its tokens, (de)quantizing (ARGS: --repeat R, --kernel-repeat K,
 #                                --rows/--cols N, --no-memory, --python-dir D (or GGUFKIT_PYTHON_DIR), --gguf-py D)
@@ -22,7 +23,7 @@ BUILD="$ROOT/build-bench"
 "$ROOT/scripts/install-oracle.sh"
 
 "$ROOT/scripts/configure.sh" release "$BUILD" -DGGUFKIT_TESTS=OFF -DGGUFKIT_BENCH=ON -DGGUFKIT_PYTHON=ON
-cmake --build "$BUILD" --target bench_open bench_quant bench_quantize_model make_big_model bench_convert gguf python -j "$(nproc)"
+cmake --build "$BUILD" --target bench_open bench_quant bench_quantize_model make_big_model bench_convert bench_estimate gguf python -j "$(nproc)"
 # The Python the module was built for (Debian's /usr/bin/python3, with numpy).
 python=$(sed -n 's/^Python3_EXECUTABLE:FILEPATH=//p' "$BUILD/CMakeCache.txt")
 python=${python:-/usr/bin/python3}
@@ -37,6 +38,7 @@ case "$what" in
   hash) exec "$ROOT/bench/bench_hash.sh" "$BUILD" "$@" ;;
   convert) exec "$BUILD/bench/bench_convert" "$@" ;;
   tokenizer) exec "$ROOT/bench/bench_tokenizer.sh" "$BUILD" ;;
+  estimate) exec "$BUILD/bench/bench_estimate" "$@" ;;
   python) exec "$python" "$ROOT/bench/bench_python.py" "$@" ;;
   all) "$BUILD/bench/bench_open" && "$BUILD/bench/bench_quant" && "$BUILD/bench/bench_quantize_model" && "$ROOT/bench/bench_edit.sh" "$BUILD" && "$ROOT/bench/bench_hash.sh" "$BUILD" && "$BUILD/bench/bench_convert" && "$ROOT/bench/bench_tokenizer.sh" "$BUILD" && "$python" "$ROOT/bench/bench_python.py" ;;
   *) echo "usage: bench/run.sh [open|quant|model|edit|hash|convert|tokenizer|python|all] [ARGS...]" >&2; exit 2 ;;

@@ -6,10 +6,10 @@
 #   cmake -DROOT=<a tree with src/ and include/ggufkit/> [-DSTAMP=<file to touch on success>] -P CheckLayers.cmake
 
 # Lowest first. Each layer may include the ones before it.
-set(LAYERS format io reader writer meta quant endian edit split hash diff check extract quantize convert)
+set(LAYERS format io reader writer meta quant endian edit split hash diff arch check extract quantize estimate convert)
 
 # The public headers, by the layer that implements them.
-set(HEADERS_format error format tensor_types threads value sink block_layout nearest)
+set(HEADERS_format error format tensor_types threads value sink block_layout nearest text)
 set(HEADERS_io mapped_file atomic_file)
 set(HEADERS_reader reader)
 set(HEADERS_writer writer)
@@ -20,10 +20,12 @@ set(HEADERS_edit edit)
 set(HEADERS_split split)
 set(HEADERS_hash hash)
 set(HEADERS_diff diff)
+set(HEADERS_arch arch)
 set(HEADERS_check check)
 set(HEADERS_extract extract)
 set(HEADERS_quantize quantize imatrix)
-set(HEADERS_convert convert safetensors sentencepiece hf_tokenizer)
+set(HEADERS_estimate estimate)
+set(HEADERS_convert convert convert_quantized safetensors sentencepiece hf_tokenizer)
 
 if(NOT ROOT)
   message(FATAL_ERROR "CheckLayers.cmake: pass -DROOT=<source tree>")

@@ -24,6 +24,7 @@
 #include "ggufkit/conventions.h"
 #include "ggufkit/convert.h"
 #include "ggufkit/edit.h"
+#include "ggufkit/estimate.h"
 #include "ggufkit/hash.h"
 #include "ggufkit/imatrix.h"
 #include "ggufkit/nearest.h"
@@ -162,6 +163,75 @@ py::dict check_verb(const std::string& path, std::optional<std::string> base) {
   out["kind"] = std::string(file_kind_name(r.kind));
   out["complete"] = r.complete;
   out["findings"] = findings;
+  return out;
+}
+
+// ---- estimate ----------------------------------------------------------------------------------
+
+// gguf estimate's JSON object, as a dict (the same keys).
+py::dict estimate_verb(const std::string& path, uint64_t ctx_size, uint64_t batch_size, uint64_t ubatch_size,
+                       uint64_t parallel, bool kv_unified, bool swa_full, const std::string& cache_type_k,
+                       const std::string& cache_type_v, const std::string& flash_attn, bool assume_dense) {
+  EstimateOptions o;
+  const auto u32 = [](const char* what, uint64_t v) {
+    if (v > UINT32_MAX) raise_invalid(std::string(what) + ": " + std::to_string(v) + " is above llama.cpp's 32-bit limit");
+    return static_cast<uint32_t>(v);
+  };
+  o.ctx_size = u32("ctx_size", ctx_size);
+  o.batch_size = u32("batch_size", batch_size);
+  o.ubatch_size = u32("ubatch_size", ubatch_size);
+  o.parallel = u32("parallel", parallel);
+  o.kv_unified = kv_unified;
+  o.swa_full = swa_full;
+  const auto cache_type = [](const char* what, const std::string& name) {
+    const auto t = parse_tensor_type(name);
+    if (!t) raise_invalid(std::string(what) + ": '" + name + "' is not a tensor type (f16, q8_0, q4_0...)");
+    return *t;
+  };
+  o.cache_type_k = cache_type("cache_type_k", cache_type_k);
+  o.cache_type_v = cache_type("cache_type_v", cache_type_v);
+  if (flash_attn != "on" && flash_attn != "off" && flash_attn != "auto") {
+    raise_invalid("flash_attn: '" + flash_attn + "' is not on, off or auto");
+  }
+  o.flash_attn = flash_attn == "on" ? FlashAttention::on : flash_attn == "off" ? FlashAttention::off : FlashAttention::automatic;
+  o.assume_dense = assume_dense;
+  const MemoryEstimate e = take(without_gil([&] {
+    OpenOptions open;
+    open.allow_metadata_only = true;
+    auto model = SplitModel::open(path, open);
+    return model ? estimate_memory(*model, o) : Expected<MemoryEstimate>(model.error());
+  }), path);
+  py::list caches;
+  for (const CacheEstimate& c : e.caches) {
+    py::dict d;
+    d["kind"] = std::string(cache_kind_name(c.kind));
+    d["cells"] = c.cells;
+    d["streams"] = c.streams;
+    d["layers"] = c.layers;
+    d["type_k"] = std::string(type_name(c.type_k));
+    d["type_v"] = c.has_v ? py::object(py::str(std::string(type_name(c.type_v)))) : py::object(py::none());
+    d["k_bytes"] = c.k_bytes;
+    d["v_bytes"] = c.v_bytes;
+    d["bytes"] = c.bytes();
+    caches.append(d);
+  }
+  py::dict out;
+  out["file"] = path;
+  out["architecture"] = e.architecture;
+  out["assumed_dense"] = e.assumed_dense;
+  out["n_ctx"] = e.n_ctx;
+  out["n_seq"] = e.n_seq;
+  out["n_ctx_seq"] = e.n_ctx_seq;
+  out["n_batch"] = e.n_batch;
+  out["n_ubatch"] = e.n_ubatch;
+  out["flash_attn"] = e.flash_attn;
+  out["model_bytes"] = e.model_bytes;
+  out["caches"] = caches;
+  out["context_bytes"] = e.context_bytes;
+  out["output_bytes"] = e.output_bytes;
+  out["compute_bytes"] = e.compute_bytes;
+  out["compute_estimated"] = true;
+  out["total_bytes"] = e.total_bytes;
   return out;
 }
 
@@ -612,6 +682,9 @@ py::dict merge_verb(const std::string& first, const std::string& output, bool dr
 void register_verbs(py::module_& m) {
   m.def("check", &check_verb, py::arg("path"), py::arg("base") = py::none(),
         "gguf check: (kind, complete, findings as (severity, code, subject, offset, file, message)).");
+  m.def("estimate", &estimate_verb, py::arg("path"), py::arg("ctx_size"), py::arg("batch_size"), py::arg("ubatch_size"),
+        py::arg("parallel"), py::arg("kv_unified"), py::arg("swa_full"), py::arg("cache_type_k"), py::arg("cache_type_v"),
+        py::arg("flash_attn"), py::arg("assume_dense"), "gguf estimate: its JSON object as a dict.");
   m.def("quantize_model", &quantize_verb, py::arg("input"), py::arg("output"), py::arg("type"), py::arg("imatrix"),
         py::arg("threads"), py::arg("progress"), py::arg("cancel"), py::arg("dry_run"), py::arg("pure"),
         py::arg("output_tensor_type"), py::arg("token_embedding_type"), py::arg("leave_output_tensor"),

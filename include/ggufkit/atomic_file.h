@@ -1,12 +1,19 @@
 // Writing a file so that a crash never leaves a half-written file under the final name: the bytes
 // go to a temporary file in the target's directory, which commit() flushes and renames into place.
 // Destroying an uncommitted AtomicFile removes the temporary file.
+//
+// A live writer holds an exclusive flock on its temporary file until it is renamed or removed, and
+// marks it as ggufkit's (the extended attribute user.ggufkit.temp; on a file system without
+// extended attributes the file's own header, GGUF or NumPy, is the mark). create() removes the
+// temporaries of earlier writers of the same target that died (SIGKILL, a power cut): unlocked and
+// marked. A file that merely has a temporary's name is never removed.
 #pragma once
 
 #include <atomic>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "ggufkit/error.h"
@@ -36,14 +43,30 @@ class AtomicFile final : public ByteSink {
                            const std::atomic<bool>* cancel = nullptr);
   // Permission bits the finished file gets instead of 0666 & ~umask (a rewrite keeps the original's).
   Expected<void> set_permissions(uint32_t mode);
-  // Flushes, optionally fsyncs the file and its directory, and renames over the target.
-  Expected<void> commit(bool sync = true);
+  // Flushes, optionally fsyncs the file and its directory, and renames over the target: commit_all
+  // of this one file.
+  Expected<void> commit(bool sync = true, const std::atomic<bool>* cancel = nullptr);
+  // Commits files as a set: every file is flushed (and with `sync` fsynced) first, then, unless
+  // `cancel` was set by then (ErrorCode::cancelled), all are renamed one right after the other, then
+  // each directory is fsynced once. Until the renames nothing has a final name: a failure, a cancel
+  // or a kill before them leaves none; a failed rename removes the files renamed before it.
+  // A file whose policy did not allow replacing (OutputPolicy::overwrite false) is renamed without
+  // replacing (renameat2 RENAME_NOREPLACE, else link and unlink): a file that appeared under its
+  // name since create() is kept and the commit fails with output_exists.
+  static Expected<void> commit_all(std::span<const std::unique_ptr<AtomicFile>> files, bool sync = true,
+                                   const std::atomic<bool>* cancel = nullptr);
   const std::filesystem::path& temp_path() const { return temp_path_; }
 
  private:
   AtomicFile() = default;
   Expected<void> flush();
+  Expected<void> finish(bool sync);   // flush, fsync, close (the lock is kept on lock_fd_)
+  Expected<void> publish();           // the rename into place
+  static Expected<void> commit_set(std::span<AtomicFile* const> files, bool sync, const std::atomic<bool>* cancel);
   int fd_ = -1;
+  int lock_fd_ = -1;                  // holds the flock from finish() until the rename
+  bool may_replace_ = true;           // OutputPolicy::overwrite
+  std::filesystem::path output_;      // the target as given (for messages)
   std::filesystem::path target_;
   std::filesystem::path temp_path_;
   std::vector<std::byte> buffer_;

@@ -53,6 +53,9 @@ enum class ErrorCode : uint16_t {
   output_exists,       // the output exists and the caller did not allow replacing it (--force)
   output_not_regular,  // the output is a directory, device, FIFO or socket: never replaced
   output_is_input,     // the output is (through links too) a file the same command reads
+  // What the architecture registry (arch.h) refuses:
+  unknown_architecture,  // general.architecture names an architecture the registry lacks
+  bad_hyperparameter,    // a key llama.cpp needs is missing, of the wrong type, zero where it divides, or too large
 };
 
 std::string_view error_code_name(ErrorCode code);

@@ -1,6 +1,7 @@
 // Tensors out to NumPy: one .npy file per tensor, streamed in bounded memory.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -31,8 +32,10 @@ std::string npy_header(const NpyLayout& layout);
 
 // Writes the tensor as a .npy file at `out`, atomically (a crash leaves no half file under that
 // name); `sync` also flushes it to the disk before the rename (the default of every writer).
-// `output`: what the .npy may replace (sink.h); the model's file is never replaced.
+// `output`: what the .npy may replace (sink.h); the model's file is never replaced. `cancel`, when
+// set (from a signal handler), stops it until the rename: ErrorCode::cancelled, nothing written.
 Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, ExtractType type,
-                           const std::filesystem::path& out, bool sync = true, const OutputPolicy& output = {});
+                           const std::filesystem::path& out, bool sync = true, const OutputPolicy& output = {},
+                           const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ggufkit

@@ -1,15 +1,18 @@
 // Umbrella header: every public header of ggufkit (cmake/CheckLayers.cmake keeps the list complete).
 #pragma once
 
+#include "ggufkit/arch.h"
 #include "ggufkit/atomic_file.h"
 #include "ggufkit/block_layout.h"
 #include "ggufkit/check.h"
 #include "ggufkit/conventions.h"
 #include "ggufkit/convert.h"
+#include "ggufkit/convert_quantized.h"
 #include "ggufkit/diff.h"
 #include "ggufkit/edit.h"
 #include "ggufkit/endian.h"
 #include "ggufkit/error.h"
+#include "ggufkit/estimate.h"
 #include "ggufkit/extract.h"
 #include "ggufkit/format.h"
 #include "ggufkit/hash.h"
@@ -27,6 +30,7 @@
 #include "ggufkit/split.h"
 #include "ggufkit/summary.h"
 #include "ggufkit/tensor_types.h"
+#include "ggufkit/text.h"
 #include "ggufkit/threads.h"
 #include "ggufkit/value.h"
 #include "ggufkit/writer.h"

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <span>
 #include <string>
@@ -57,11 +58,14 @@ Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads 
                     const HashProgress& progress = {}, const std::atomic<bool>* cancel = nullptr);
 
 // The manifest as text: a comment line, "algorithm NAME", then one line per entry:
-// "file DIGEST BYTES NAME" and "tensor DIGEST BYTES NAME"; names are escaped (\\, \xNN for control
-// bytes) so that every entry is one line.
+// "file DIGEST BYTES NAME" and "tensor DIGEST BYTES NAME"; names are escaped (escape_text, text.h:
+// \\, and \xNN for each byte of a terminal control or of invalid UTF-8) so that every entry is one
+// line, shows no control character, and reads back to the same name.
 std::string format_manifest(const Manifest& manifest);
-// Reads format_manifest's text back; errors name the line (invalid_argument).
+// Reads format_manifest's text back; errors name the line (invalid_argument). The stream overload
+// reads line by line (memory is what the entries take); a read error is io_error.
 Expected<Manifest> parse_manifest(std::string_view text);
+Expected<Manifest> parse_manifest(std::istream& in);
 
 struct ManifestMismatch {
   std::string kind;     // "tensor", "file", "missing_tensor", "unexpected_tensor", "file_count", "model"
@@ -71,6 +75,10 @@ struct ManifestMismatch {
 // Compares a model's manifest with an expected one (same algorithm): tensors by name, files by
 // position (a download may be renamed). Empty when they agree.
 std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const Manifest& actual);
+// The same, each mismatch handed over as it is found, in the same order: memory is the model's
+// names, not the mismatches (a manifest listing a million tensors the model lacks).
+using MismatchHandler = std::function<void(ManifestMismatch)>;
+void compare_manifests(const Manifest& expected, const Manifest& actual, const MismatchHandler& on_mismatch);
 
 // llama.cpp's gguf-hash manifests (examples/gguf-hash) and gguf-py's gguf_hash.py output: one line
 // per digest, "ALGO  DIGEST  NAME" with ALGO padded to 8 columns, NAME the file as the tool was
@@ -99,13 +107,21 @@ struct GgufHashOptions {
 // xxh64, sha1, sha256, uuid. `name` is FILE.
 GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const GgufHashOptions& options,
                                 Threads threads = kAllCores);
+// A name (FILE or FILE:TENSOR) with a terminal control, a newline or bytes that are not UTF-8
+// (needs_escape, text.h), or a space or tab at either end, is written escaped (escape_text, the
+// edge spaces as \x20 / \x09) on a line that starts with '\', as
+// coreutils' sha256sum marks an escaped name: "\xxh64  DIGEST  FILE:a\x0ab". Other lines are
+// gguf-hash's, byte for byte.
 std::string format_gguf_hash(const GgufHashManifest& manifest);
 // True when the text's first entry line starts with an algorithm name (a gguf-hash manifest)
 // rather than ggufkit's "algorithm" line.
 bool is_gguf_hash_manifest(std::string_view text);
-// Reads gguf-hash's lines back (blank lines and # comments skipped). FILE is the shortest name;
-// every other name must be FILE:TENSOR. Errors name the line (invalid_argument).
+bool is_gguf_hash_manifest(std::istream& in);
+// Reads gguf-hash's lines back (blank lines and # comments skipped; a line marked '\' has its name
+// unescaped). FILE is the shortest name; every other name must be FILE:TENSOR. Errors name the
+// line (invalid_argument). The stream overload reads line by line; a read error is io_error.
 Expected<GgufHashManifest> parse_gguf_hash(std::string_view text);
+Expected<GgufHashManifest> parse_gguf_hash(std::istream& in);
 // The algorithms of a manifest's lines, and the one gguf-hash verifies with when none is asked
 // for: the strongest present (sha256, then sha1, xxh64, uuid).
 std::vector<DigestAlgorithm> gguf_hash_algorithms(const GgufHashManifest& manifest);
@@ -120,5 +136,7 @@ DigestAlgorithm strongest_gguf_hash_algorithm(const GgufHashManifest& manifest);
 // algorithm (not against a --no-layer manifest, nor when `actual` was computed without them), and
 // the model's digest ("model").
 std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual);
+void compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual,
+                       const MismatchHandler& on_mismatch);
 
 }  // namespace ggufkit

@@ -138,6 +138,9 @@ bool set_quantize_target(std::string_view text, QuantizeOptions& options);
 bool tensor_allows_quantization(std::string_view name, const TensorInfo& tensor, const QuantizeOptions& options);
 
 Expected<QuantizePlan> plan_quantize(const GgufFile& input, const QuantizeOptions& options);
+// The exact size of the file quantize_model writes for `plan` (one output, not keep_split): the
+// header it builds from `input`'s metadata (the first shard's, for a split model) and the tensors.
+Expected<uint64_t> quantize_output_bytes(const GgufFile& input, const QuantizePlan& plan, const QuantizeOptions& options);
 Expected<void> quantize_model(const GgufFile& input, const std::filesystem::path& output, const QuantizeOptions& options);
 // The same for a split model opened from its first shard: the output is one file, the one the
 // merged model would give (llama_model_quantize reads split models the same way), or with

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <span>
@@ -250,6 +251,10 @@ class MetadataValue {
     return m;
   }
   static MetadataValue string(std::string_view s);
+  // A string of `length` bytes written in place by `fill` (a file read straight into the value, with
+  // no copy between); `fill`'s error is returned, and a length over kMaxStringLength is refused.
+  static Expected<MetadataValue> string_filled(uint64_t length,
+                                               const std::function<Expected<void>(std::span<char>)>& fill);
   template <class T>
   static MetadataValue array(std::span<const T> values) {
     MetadataValue m = array_header(value_type_of<T>::value, values.size());

@@ -19,7 +19,7 @@ from .writer import GGUFValue, GGUFWriter, TensorInfo, WriterState
 # The CLI's verbs as functions: ggufkit.check(...), ggufkit.set(...), ... (`set` and `hash` are left
 # out of __all__: `from ggufkit import *` must not shadow Python's built-ins).
 from . import verbs
-from .verbs import CheckReport, EditResult, Finding, check, convert, hash, merge, quantize_model, remove, rename, set, split
+from .verbs import CheckReport, EditResult, Finding, check, convert, estimate, hash, merge, quantize_model, remove, rename, set, split
 
 __version__ = "0.1.0"
 
@@ -28,6 +28,6 @@ __all__ = [
     "GGMLQuantizationType", "GGUFEndian", "GGUFError", "GGUFReader", "GGUFValue", "GGUFValueType", "GGUFWriter",
     "Keys", "LlamaFileType", "QuantError", "ReaderField", "ReaderTensor", "TensorInfo", "TokenType", "WriterState",
     "dequantize", "export_to_gguf", "quant_shape_from_byte_shape", "quant_shape_to_byte_shape", "quantize", "quants",
-    "CheckReport", "EditResult", "Finding", "check", "convert", "merge", "quantize_model", "remove", "rename", "split",
+    "CheckReport", "EditResult", "Finding", "check", "convert", "estimate", "merge", "quantize_model", "remove", "rename", "split",
     "verbs",
 ]

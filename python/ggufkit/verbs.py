@@ -156,6 +156,22 @@ def check(path, *, strict: bool = False, base=None) -> CheckReport:
                        findings=[_finding(t) for t in r["findings"]])
 
 
+# ---- estimate ----------------------------------------------------------------------------------
+
+def estimate(path, *, ctx_size: int = 512, batch_size: int = 2048, ubatch_size: int = 512, parallel: int = 1,
+             kv_unified: bool = False, swa_full: bool = False, cache_type_k: str = "f16", cache_type_v: str = "f16",
+             flash_attn: str = "auto", assume_dense: bool = False) -> dict:
+    """``gguf estimate``: what llama.cpp allocates for the model and a context on the CPU, from the
+    header alone. The options are llama-cli's (``ctx_size`` 0: the model's context_length); the
+    result is ``gguf estimate --json``'s object: ``model_bytes``, ``caches``, ``context_bytes``,
+    ``output_bytes``, ``compute_bytes`` (estimated), ``total_bytes``, and the resolved context.
+    Raises GGUFError (``unknown_architecture``, ``bad_hyperparameter``, ``invalid_argument``...).
+    """
+    return _core.estimate(_path(path), int(ctx_size), int(batch_size), int(ubatch_size), int(parallel),
+                          bool(kv_unified), bool(swa_full), str(cache_type_k), str(cache_type_v), str(flash_attn),
+                          bool(assume_dense))
+
+
 # ---- quantize ----------------------------------------------------------------------------------
 
 def _quantize_type(t) -> str:

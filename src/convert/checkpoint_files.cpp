@@ -54,6 +54,15 @@ Expected<void> check_checkpoint_file(const fs::path& root, const fs::path& file)
   return {};
 }
 
+uint64_t checkpoint_text_limit(const fs::path& relative) {
+  const std::string name = relative.filename().string();
+  if (name == "config.json" || name == "generation_config.json") return kMaxConfigJsonBytes;
+  if (name == "tokenizer_config.json" || name == "chat_template.json" || name == "added_tokens.json") {
+    return kMaxTokenizerConfigBytes;
+  }
+  return kMaxCheckpointTextBytes;
+}
+
 Expected<std::optional<std::string>> read_checkpoint_text(const fs::path& root, const fs::path& relative) {
   const fs::path file = root / relative;
   std::error_code ec;
@@ -67,9 +76,9 @@ Expected<std::optional<std::string>> read_checkpoint_text(const fs::path& root, 
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return refused(root, file, "not a regular file: not read");
-  if (static_cast<uint64_t>(st.st_size) > kMaxCheckpointTextBytes) {
-    return refused(root, file, fmt::format("{} bytes, over the limit of {} for a checkpoint's text file: not read",
-                                           st.st_size, kMaxCheckpointTextBytes));
+  if (const uint64_t limit = checkpoint_text_limit(relative); static_cast<uint64_t>(st.st_size) > limit) {
+    return refused(root, file, fmt::format("{} bytes, over the limit of {} bytes for {}: not read", st.st_size, limit,
+                                           relative.filename().string()));
   }
   std::string text(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;

@@ -3,6 +3,7 @@
 // TextModel.set_gguf_parameters, ModelBase.prepare_tensors and prepare_metadata; conversion/llama.py:
 // LlamaModel) and gguf-py (constants.py, gguf_writer.py, metadata.py).
 #include "ggufkit/convert.h"
+#include "ggufkit/convert_quantized.h"
 
 #include <algorithm>
 #include <atomic>
@@ -818,15 +819,17 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
     return make_error(ErrorCode::invalid_argument, std::nullopt, {},
                       fmt::format("cannot convert to {}", type_name(options.out_type)));
   }
-  // The class first: it decides the family, whose defaults complete config.json.
-  auto hf_class = convert_detail::read_hf_class(model_dir);
+  // config.json, read once; the class first: it decides the family, whose defaults complete it.
+  auto config_json = convert_detail::read_config_json(model_dir);
+  if (!config_json) return std::move(config_json).error();
+  auto hf_class = convert_detail::read_hf_class(*config_json);
   if (!hf_class) return std::move(hf_class).error();
   const Family* family = convert_detail::find_family(*hf_class);
   if (family == nullptr) {
     return config_error("architectures", fmt::format("{} is not supported (supported: {})", *hf_class,
                                                      fmt::join(convert_supported_architectures(), ", ")));
   }
-  auto config = convert_detail::read_config(model_dir, family->config_classes);
+  auto config = convert_detail::read_config(*config_json, family->config_classes);
   if (!config) return std::move(config).error();
   ConvertPlan plan;
   std::error_code ec;
@@ -855,7 +858,7 @@ Expected<ConvertPlan> plan_convert(const std::filesystem::path& model_dir, const
   if (auto r = family->keys(in, writer); !r) return std::move(r).error();
   add_key(plan, std::string(keys::kQuantizationVersion), MetadataValue::of(kQuantizationVersionCurrent));
   if (options.tokenizer) {
-    auto tokenizer = convert_hf_tokenizer(model_dir, family->tokenizer);
+    auto tokenizer = convert_detail::convert_hf_tokenizer(model_dir, family->tokenizer, *config_json);
     if (!tokenizer) {
       Error e = std::move(tokenizer).error();
       e.message = fmt::format("tokenizer: {} (a model without a vocabulary does not load in llama.cpp)", e.message);

@@ -62,8 +62,6 @@ bool HfConfig::is_false(const std::string& key) const {
   return it != root.end() && it->is_boolean() && !it->get<bool>();
 }
 
-namespace {
-
 Expected<Json> read_config_json(const std::filesystem::path& dir) {
   const auto path = dir / kConfigFile;
   auto text = read_checkpoint_text(dir, kConfigFile);
@@ -76,12 +74,8 @@ Expected<Json> read_config_json(const std::filesystem::path& dir) {
   return root;
 }
 
-}  // namespace
-
-Expected<std::string> read_hf_class(const std::filesystem::path& dir) {
-  auto root = read_config_json(dir);
-  if (!root) return std::move(root).error();
-  const Json& archs = root->value("architectures", Json::array());
+Expected<std::string> read_hf_class(const Json& root) {
+  const Json& archs = root.value("architectures", Json::array());
   if (!archs.is_array() || archs.empty() || !archs[0].is_string()) {
     return config_error("architectures", "missing: the model's class (LlamaForCausalLM...) is not named");
   }
@@ -126,11 +120,9 @@ void complete(Json& object, const ConfigClass& k) {
 
 }  // namespace
 
-Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigClass> classes) {
-  auto root = read_config_json(dir);
-  if (!root) return std::move(root).error();
+Expected<HfConfig> read_config(Json root, std::span<const ConfigClass> classes) {
   HfConfig c;
-  c.root = std::move(*root);
+  c.root = std::move(root);
   if (const auto it = c.root.find("_name_or_path"); it != c.root.end() && it->is_string()) c.name_or_path = it->get<std::string>();
   // AutoConfig: the class of model_type completes the file (a wrapper's text_config too).
   const auto type_it = c.root.find("model_type");

@@ -83,9 +83,15 @@ struct ConfigClass {
   std::string_view text_config_class = {};
 };
 
+// config.json as it is in the checkpoint, parsed once per conversion: plan_convert hands the same
+// document to read_hf_class, read_config and the tokenizer.
+Expected<Json> read_config_json(const std::filesystem::path& dir);
 // config.json's architectures[0]: the class that picks the family.
-Expected<std::string> read_hf_class(const std::filesystem::path& dir);
-Expected<HfConfig> read_config(const std::filesystem::path& dir, std::span<const ConfigClass> classes = {});
+Expected<std::string> read_hf_class(const Json& root);
+Expected<HfConfig> read_config(Json root, std::span<const ConfigClass> classes = {});
+// convert_hf_tokenizer with config.json already read.
+Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, const TokenizerOptions& options,
+                                                 const Json& model_config);
 
 // A dimension of an expected shape, from config.json.
 enum class Dim : uint8_t {

@@ -40,6 +40,7 @@
 #include <simdjson.h>
 
 #include "convert/checkpoint_files.h"
+#include "convert/family.h"
 #include "convert/pre_tokenizer.h"
 #include "ggufkit/sentencepiece.h"
 
@@ -87,8 +88,19 @@ struct TokenizerJson {
   std::optional<simdjson::dom::element> vocab, merges;  // model.vocab, model.merges when present
 };
 
+// The fields of a tokenizer.json (the tokenizers library's TokenizerImpl): the root's others are
+// not read, and not copied (a hostile file's megabytes of junk cost only simdjson's parse).
+bool is_tokenizer_field(std::string_view key) {
+  for (const std::string_view k : {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
+                                   "post_processor", "decoder", "model"}) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
 // A simdjson value as nlohmann parses it: non-negative integers unsigned, a repeated key's last
-// value kept; model.vocab and model.merges left out (`depth` 1 is the root's "model").
+// value kept; model.vocab and model.merges left out (`depth` 1 is the root's "model"), and the
+// root's fields other than a tokenizer's.
 json to_nlohmann(simdjson::dom::element e, int depth = 0) {
   using simdjson::dom::element_type;
   switch (e.type()) {
@@ -101,6 +113,7 @@ json to_nlohmann(simdjson::dom::element e, int depth = 0) {
       json out = json::object();
       for (simdjson::dom::key_value_pair field : simdjson::dom::object(e)) {
         if (depth == 1 && (field.key == "vocab" || field.key == "merges")) continue;
+        if (depth == 0 && !is_tokenizer_field(field.key)) continue;
         const bool model = depth == 0 && field.key == "model";
         out[std::string(field.key)] = to_nlohmann(field.value, model ? 1 : 2);
       }
@@ -1034,8 +1047,9 @@ Expected<void> check_tokenizer_json(const Inputs& in, bool present) {
   return {};
 }
 
-// The tokenizer files of `dir` (the ones there), read once, checked to be JSON objects.
-Expected<Inputs> load_inputs(const fs::path& dir) {
+// The tokenizer files of `dir` (the ones there), read once, checked to be JSON objects;
+// config.json is `model_config` when the caller has read it.
+Expected<Inputs> load_inputs(const fs::path& dir, const json* model_config_read) {
   Inputs in;
   in.dir = dir;
   auto tokenizer = load_tokenizer_json(dir / "tokenizer.json");
@@ -1064,9 +1078,13 @@ Expected<Inputs> load_inputs(const fs::path& dir) {
   if (in.tokenizer_config && !in.tokenizer_config->is_object()) {
     return tokenizer_error(ErrorCode::bad_header, dir / "tokenizer_config.json", "not a JSON object");
   }
-  auto model_config = load_json(dir / "config.json");
-  if (!model_config) return std::move(model_config).error();
-  in.model_config = std::move(*model_config);
+  if (model_config_read != nullptr) {
+    in.model_config = *model_config_read;
+  } else {
+    auto model_config = load_json(dir / "config.json");
+    if (!model_config) return std::move(model_config).error();
+    in.model_config = std::move(*model_config);
+  }
   if (in.model_config && !in.model_config->is_object()) {
     return tokenizer_error(ErrorCode::bad_header, dir / "config.json", "not a JSON object");
   }
@@ -1135,8 +1153,8 @@ Expected<TokenizerMetadata> read_vocab(const Inputs& in, TokenizerRecipe recipe)
   return out;
 }
 
-Expected<TokenizerMetadata> convert(const fs::path& dir, const TokenizerOptions& options) {
-  auto in = load_inputs(dir);
+Expected<TokenizerMetadata> convert(const fs::path& dir, const TokenizerOptions& options, const json* model_config) {
+  auto in = load_inputs(dir, model_config);
   if (!in) return std::move(in).error();
   auto out = read_vocab(*in, options.recipe);
   if (!out) return out;
@@ -1172,14 +1190,28 @@ void set_tokenizer_key(TokenizerMetadata& metadata, std::string_view key, Metada
   metadata.keys.emplace_back(std::string(key), std::move(value));
 }
 
-Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, const TokenizerOptions& options) {
+namespace {
+
+Expected<TokenizerMetadata> convert_caught(const fs::path& model_dir, const TokenizerOptions& options,
+                                           const json* model_config) {
   try {
-    return convert(model_dir, options);
+    return convert(model_dir, options, model_config);
   } catch (const std::exception& e) {
     // A backstop: the code above checks types before reading values, so this is a bug or
     // an allocation failure, reported as an error rather than thrown at the caller.
     return make_error(ErrorCode::bad_header, std::nullopt, "tokenizer.json", std::string("tokenizer conversion failed: ") + e.what());
   }
+}
+
+}  // namespace
+
+Expected<TokenizerMetadata> convert_hf_tokenizer(const std::filesystem::path& model_dir, const TokenizerOptions& options) {
+  return convert_caught(model_dir, options, nullptr);
+}
+
+Expected<TokenizerMetadata> convert_detail::convert_hf_tokenizer(const std::filesystem::path& model_dir,
+                                                                 const TokenizerOptions& options, const json& model_config) {
+  return convert_caught(model_dir, options, &model_config);
 }
 
 }  // namespace ggufkit

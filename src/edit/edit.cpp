@@ -23,6 +23,7 @@
 
 #include "format/checked_math.h"
 #include "format/encoder.h"
+#include "io/file_kind.h"
 
 namespace ggufkit {
 namespace {
@@ -291,7 +292,15 @@ Expected<EditLock> EditLock::acquire(const std::filesystem::path& path) { return
 
 Expected<EditLock> EditLock::acquire(const std::filesystem::path& path, const std::function<bool()>& cancelled) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    // Only a regular file is opened at all (a device or a FIFO could act or block on the open).
+    const io::OpenedFile opened = io::open_regular(path.c_str(), O_RDONLY);
+    if (opened.fd < 0 && opened.error == 0) {
+      return with_file(make_error(ErrorCode::io_error, std::nullopt, {},
+                                  fmt::format("{}, not a regular file", io::file_kind(opened.mode))),
+                       path.string());
+    }
+    errno = opened.error;
+    const int fd = opened.fd;
     if (fd < 0) return io_failure(path, "cannot open");
     const int r = lock_exclusive(fd, cancelled);
     if (r != 0 && errno == ECANCELED) {
@@ -354,7 +363,10 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
   if (same_file && plan.mode == EditMode::unchanged) return {};
 
   if (same_file && plan.mode == EditMode::in_place) {
-    const int fd = ::open(source.c_str(), O_RDWR | O_CLOEXEC);
+    const io::OpenedFile writable = io::open_regular(source.c_str(), O_RDWR);
+    if (writable.fd < 0 && writable.error == 0) return changed();
+    errno = writable.error;
+    const int fd = writable.fd;
     if (fd < 0) return io_failure(source, "cannot open for writing");
     struct Closer {
       int fd;
@@ -371,6 +383,21 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
                                  static_cast<off_t>(plan.write_offset));
     if (put != static_cast<ssize_t>(plan.write_length)) return io_failure(source, "cannot write");
     if (options.sync && ::fsync(fd) != 0) return io_failure(source, "cannot sync");
+    // A writer that does not take the lock may have renamed another file over the path between the
+    // checks and the write: then the write went to the file it replaced, and the path's file is
+    // untouched. Said, not hidden.
+    struct stat written {}, named {};
+    if (::fstat(fd, &written) == 0 && (::stat(source.c_str(), &named) != 0 || named.st_dev != written.st_dev ||
+                                       named.st_ino != written.st_ino)) {
+      return with_file(
+          make_error(ErrorCode::io_error, std::nullopt, {},
+                     fmt::format("the file was replaced during the edit (by a writer that does not take the edit "
+                                 "lock): the edit went to the replaced file, {}; the file now under this name is "
+                                 "not modified",
+                                 written.st_nlink == 0 ? "which is deleted"
+                                                       : fmt::format("inode {}, which has other names", written.st_ino))),
+          source.string());
+    }
     return {};
   }
 
@@ -410,7 +437,7 @@ Expected<void> apply_metadata_edit(const GgufFile& file, const std::filesystem::
   // A writer that does not take the edit lock may have changed the file meanwhile: then ours is
   // not renamed over its work.
   if (same_file && (!still_the_file_read() || !header_unchanged(fd))) return changed();
-  return (*out)->commit(options.sync);
+  return (*out)->commit(options.sync, options.cancel);
 }
 
 Expected<MetadataValue> parse_scalar_value(std::string_view text, ValueType type) {

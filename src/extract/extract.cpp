@@ -72,7 +72,10 @@ std::string npy_header(const NpyLayout& layout) {
 }
 
 Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, ExtractType type,
-                           const std::filesystem::path& out, bool sync, const OutputPolicy& output) {
+                           const std::filesystem::path& out, bool sync, const OutputPolicy& output,
+                           const std::atomic<bool>* cancel) {
+  const auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
+  const auto stop = [] { return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled"); };
   auto layout = npy_layout(tensor, type);
   if (!layout) return std::move(layout).error();
   OutputPolicy policy = output;
@@ -95,15 +98,16 @@ Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, Extra
   if (type == ExtractType::raw) {
     if (!swap) {
       if (auto r = (*sink)->write(data); !r) return r;
-      return (*sink)->commit(sync);
+      return (*sink)->commit(sync, cancel);
     }
     constexpr uint64_t kStep = uint64_t{4} << 20;
     for (uint64_t at = 0; at < data.size(); at += kStep) {
+      if (cancelled()) return stop();
       auto chunk = bytes_at(at, std::min<uint64_t>(kStep, data.size() - at));
       if (!chunk) return std::move(chunk).error();
       if (auto r = (*sink)->write(*chunk); !r) return r;
     }
-    return (*sink)->commit(sync);
+    return (*sink)->commit(sync, cancel);
   }
   // Dequantize whole rows at a time (a row is whole blocks), a bounded number per step.
   const int64_t row_elements = std::max<int64_t>(tensor.ne[0], 1);
@@ -113,6 +117,7 @@ Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, Extra
   std::vector<float> floats;
   std::vector<uint16_t> halves;
   for (int64_t row = 0; row < rows; row += rows_per_step) {
+    if (cancelled()) return stop();
     const int64_t n_rows = std::min(rows_per_step, rows - row);
     floats.resize(static_cast<size_t>(n_rows * row_elements));
     auto src = bytes_at(static_cast<uint64_t>(row) * row_bytes, static_cast<uint64_t>(n_rows) * row_bytes);
@@ -128,7 +133,7 @@ Expected<void> extract_npy(const GgufFile& file, const TensorInfo& tensor, Extra
     }
     if (!w) return w;
   }
-  return (*sink)->commit(sync);
+  return (*sink)->commit(sync, cancel);
 }
 
 }  // namespace ggufkit

@@ -44,6 +44,8 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::output_exists: return "output_exists";
     case ErrorCode::output_not_regular: return "output_not_regular";
     case ErrorCode::output_is_input: return "output_is_input";
+    case ErrorCode::unknown_architecture: return "unknown_architecture";
+    case ErrorCode::bad_hyperparameter: return "bad_hyperparameter";
   }
   return "unknown_error";
 }

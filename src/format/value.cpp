@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "ggufkit/format.h"
+
 namespace ggufkit {
 namespace {
 
@@ -219,6 +221,22 @@ MetadataValue MetadataValue::string(std::string_view s) {
   m.type_ = ValueType::String;
   m.bytes_.reserve(8 + s.size());
   append_str(m.bytes_, s);
+  return m;
+}
+
+Expected<MetadataValue> MetadataValue::string_filled(uint64_t length,
+                                                    const std::function<Expected<void>(std::span<char>)>& fill) {
+  if (length > kMaxStringLength) {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {},
+                      fmt::format("{} bytes, more than the {} byte limit of a string", length, kMaxStringLength));
+  }
+  MetadataValue m;
+  m.type_ = ValueType::String;
+  m.bytes_.resize(8 + length);
+  std::memcpy(m.bytes_.data(), &length, 8);
+  if (auto r = fill({reinterpret_cast<char*>(m.bytes_.data() + 8), static_cast<size_t>(length)}); !r) {
+    return std::move(r).error();
+  }
   return m;
 }
 

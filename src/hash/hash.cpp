@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <istream>
 #include <mutex>
 #include <cctype>
 #include <map>
 #include <thread>
 
+#include "ggufkit/text.h"
 #include "hash/digest.h"
 
 namespace ggufkit {
@@ -156,50 +158,35 @@ Manifest hash_model(const SplitModel& model, DigestAlgorithm algorithm, Threads 
 
 namespace {
 
-std::string escaped(std::string_view name) {
-  std::string out;
-  for (const char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
+// The lines of a manifest, one at a time (without their \n or \r\n), from a text in memory or a
+// stream: a stream is read line by line, so that memory is what the entries take, not the file.
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : text_(text) {}
+  explicit Lines(std::istream& in) : in_(&in) {}
+  bool next(std::string_view& line) {
+    if (in_ != nullptr) {
+      if (!std::getline(*in_, buffer_)) return false;
+      line = buffer_;
     } else {
-      out += c;
+      if (text_.empty()) return false;
+      const size_t eol = text_.find('\n');
+      line = text_.substr(0, eol);
+      text_ = eol == std::string_view::npos ? std::string_view{} : text_.substr(eol + 1);
     }
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    return true;
   }
-  return out;
-}
+  // A stream that failed for another reason than its end (a read error).
+  bool failed() const { return in_ != nullptr && in_->bad(); }
 
-std::optional<std::string> unescaped(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '\\') {
-      out += text[i];
-      continue;
-    }
-    if (i + 1 < text.size() && text[i + 1] == '\\') {
-      out += '\\';
-      ++i;
-    } else if (i + 3 < text.size() && text[i + 1] == 'x' && std::isxdigit(static_cast<unsigned char>(text[i + 2])) &&
-               std::isxdigit(static_cast<unsigned char>(text[i + 3]))) {
-      out += static_cast<char>(std::stoi(std::string(text.substr(i + 2, 2)), nullptr, 16));
-      i += 3;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return out;
-}
+ private:
+  std::string_view text_;
+  std::istream* in_ = nullptr;
+  std::string buffer_;
+};
 
-// The next line of `text` (without its \n or \r\n), removed from it.
-std::string_view take_line(std::string_view& text) {
-  const size_t eol = text.find('\n');
-  std::string_view line = text.substr(0, eol);
-  text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
+Error read_failed() { return make_error(ErrorCode::io_error, std::nullopt, {}, "cannot read the manifest"); }
 
 // digest_hex's spelling: lower-case hex of the right length, or the UUID's 8-4-4-4-12 form.
 bool is_digest(DigestAlgorithm algorithm, std::string_view text) {
@@ -212,12 +199,19 @@ bool is_digest(DigestAlgorithm algorithm, std::string_view text) {
   return true;
 }
 
+// A manifest's text quoted in a message: at most 100 bytes of it, so that a hostile line of
+// hundreds of megabytes does not become a message as large.
+std::string clipped(std::string_view text) {
+  constexpr size_t kMax = 100;
+  return text.size() <= kMax ? std::string(text) : std::string(text.substr(0, kMax)) + "…";
+}
+
 std::string not_a_digest(DigestAlgorithm algorithm, std::string_view text) {
   if (algorithm == DigestAlgorithm::uuid) {
-    return fmt::format("'{}' is not a uuid (8-4-4-4-12 lower-case hex digits)", text);
+    return fmt::format("'{}' is not a uuid (8-4-4-4-12 lower-case hex digits)", clipped(text));
   }
-  return fmt::format("'{}' is not a {} digest ({} lower-case hex digits)", text, digest_algorithm_name(algorithm),
-                     digest_length(algorithm));
+  return fmt::format("'{}' is not a {} digest ({} lower-case hex digits)", clipped(text),
+                     digest_algorithm_name(algorithm), digest_length(algorithm));
 }
 
 }  // namespace
@@ -225,19 +219,21 @@ std::string not_a_digest(DigestAlgorithm algorithm, std::string_view text) {
 std::string format_manifest(const Manifest& manifest) {
   std::string out = "# gguf hash manifest: kind digest bytes name (verify with gguf hash FILE --check THIS)\n";
   out += fmt::format("algorithm {}\n", digest_algorithm_name(manifest.algorithm));
-  for (const ManifestEntry& e : manifest.files) out += fmt::format("file {} {} {}\n", e.digest, e.bytes, escaped(e.name));
+  for (const ManifestEntry& e : manifest.files) out += fmt::format("file {} {} {}\n", e.digest, e.bytes, escape_text(e.name));
   for (const ManifestEntry& e : manifest.tensors) {
-    out += fmt::format("tensor {} {} {}\n", e.digest, e.bytes, escaped(e.name));
+    out += fmt::format("tensor {} {} {}\n", e.digest, e.bytes, escape_text(e.name));
   }
   return out;
 }
 
-Expected<Manifest> parse_manifest(std::string_view text) {
+namespace {
+
+Expected<Manifest> parse_manifest_lines(Lines lines) {
   Manifest m;
   bool have_algorithm = false;
   size_t line_no = 0;
-  while (!text.empty()) {
-    std::string_view line = take_line(text);
+  std::string_view line;
+  while (lines.next(line)) {
     ++line_no;
     if (line.empty() || line.front() == '#') continue;
     const auto bad = [&](std::string_view why) {
@@ -249,12 +245,12 @@ Expected<Manifest> parse_manifest(std::string_view text) {
     if (sp1 == std::string_view::npos) return bad("expected 'algorithm NAME' or 'KIND DIGEST BYTES NAME'");
     if (kind == "algorithm") {
       const auto a = parse_digest_algorithm(line.substr(sp1 + 1));
-      if (!a) return bad(fmt::format("unknown algorithm '{}' (xxh64, sha1, sha256 or uuid)", line.substr(sp1 + 1)));
+      if (!a) return bad(fmt::format("unknown algorithm '{}' (xxh64, sha1, sha256 or uuid)", clipped(line.substr(sp1 + 1))));
       m.algorithm = *a;
       have_algorithm = true;
       continue;
     }
-    if (kind != "file" && kind != "tensor") return bad(fmt::format("unknown entry kind '{}'", kind));
+    if (kind != "file" && kind != "tensor") return bad(fmt::format("unknown entry kind '{}'", clipped(kind)));
     if (!have_algorithm) return bad("an entry before the 'algorithm' line");
     const size_t sp2 = line.find(' ', sp1 + 1);
     const size_t sp3 = sp2 == std::string_view::npos ? sp2 : line.find(' ', sp2 + 1);
@@ -265,60 +261,75 @@ Expected<Manifest> parse_manifest(std::string_view text) {
     const std::string_view bytes = line.substr(sp2 + 1, sp3 - sp2 - 1);
     if (bytes.empty() || bytes.size() > 19 ||
         !std::all_of(bytes.begin(), bytes.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      return bad(fmt::format("'{}' is not a byte count", bytes));
+      return bad(fmt::format("'{}' is not a byte count", clipped(bytes)));
     }
     e.bytes = std::stoull(std::string(bytes));
-    auto name = unescaped(line.substr(sp3 + 1));
+    auto name = unescape_text(line.substr(sp3 + 1));
     if (!name) return bad("a name with an invalid escape (\\\\ or \\xNN)");
     e.name = std::move(*name);
     (kind == "file" ? m.files : m.tensors).push_back(std::move(e));
   }
+  if (lines.failed()) return read_failed();
   if (!have_algorithm) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "not a gguf hash manifest: no 'algorithm' line");
   }
   return m;
 }
 
-std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const Manifest& actual) {
-  std::vector<ManifestMismatch> out;
-  std::map<std::string_view, const ManifestEntry*> have;
-  for (const ManifestEntry& e : actual.tensors) have.emplace(e.name, &e);
-  std::map<std::string_view, bool> wanted;
+}  // namespace
+
+Expected<Manifest> parse_manifest(std::string_view text) { return parse_manifest_lines(Lines(text)); }
+
+Expected<Manifest> parse_manifest(std::istream& in) { return parse_manifest_lines(Lines(in)); }
+
+void compare_manifests(const Manifest& expected, const Manifest& actual, const MismatchHandler& on_mismatch) {
+  // Memory is the model's names (and a flag each), not the manifest's: a manifest of a million
+  // entries the model lacks costs its entries, and its mismatches go out as they are found.
+  std::map<std::string_view, size_t> have;
+  for (size_t i = 0; i < actual.tensors.size(); ++i) have.emplace(actual.tensors[i].name, i);
+  std::vector<bool> listed(actual.tensors.size(), false);
   bool every_tensor_matches = true;
   for (const ManifestEntry& e : expected.tensors) {
-    wanted.emplace(e.name, true);
     const auto it = have.find(e.name);
     if (it == have.end()) {
-      out.push_back({"missing_tensor", e.name, "the manifest lists it, the model does not have it"});
+      on_mismatch({"missing_tensor", e.name, "the manifest lists it, the model does not have it"});
       every_tensor_matches = false;
-    } else if (it->second->digest != e.digest || it->second->bytes != e.bytes) {
-      out.push_back({"tensor", e.name,
-                     fmt::format("{} bytes with digest {}, the manifest says {} bytes with digest {}", it->second->bytes,
-                                 it->second->digest, e.bytes, e.digest)});
+      continue;
+    }
+    listed[it->second] = true;
+    const ManifestEntry& a = actual.tensors[it->second];
+    if (a.digest != e.digest || a.bytes != e.bytes) {
+      on_mismatch({"tensor", e.name,
+                   fmt::format("{} bytes with digest {}, the manifest says {} bytes with digest {}", a.bytes, a.digest,
+                               e.bytes, e.digest)});
       every_tensor_matches = false;
     }
   }
-  for (const ManifestEntry& e : actual.tensors) {
-    if (!wanted.contains(e.name)) {
-      out.push_back({"unexpected_tensor", e.name, "the model has it, the manifest does not list it"});
+  for (size_t i = 0; i < actual.tensors.size(); ++i) {
+    if (!listed[i]) {
+      on_mismatch({"unexpected_tensor", actual.tensors[i].name, "the model has it, the manifest does not list it"});
       every_tensor_matches = false;
     }
   }
   if (expected.files.size() != actual.files.size()) {
-    out.push_back({"file_count", {},
-                   fmt::format("the model has {} file(s), the manifest lists {}", actual.files.size(),
-                               expected.files.size())});
+    on_mismatch({"file_count", {},
+                 fmt::format("the model has {} file(s), the manifest lists {}", actual.files.size(), expected.files.size())});
   } else {
     for (size_t i = 0; i < expected.files.size(); ++i) {
       const ManifestEntry& e = expected.files[i];
       const ManifestEntry& a = actual.files[i];
       if (e.digest == a.digest && e.bytes == a.bytes) continue;
-      out.push_back({"file", a.name,
-                     fmt::format("{} bytes with digest {}, the manifest says {} ({} bytes, digest {}){}", a.bytes,
-                                 a.digest, e.name, e.bytes, e.digest,
-                                 every_tensor_matches ? ": every tensor matches, so the metadata or padding differs" : "")});
+      on_mismatch({"file", a.name,
+                   fmt::format("{} bytes with digest {}, the manifest says {} ({} bytes, digest {}){}", a.bytes, a.digest,
+                               e.name, e.bytes, e.digest,
+                               every_tensor_matches ? ": every tensor matches, so the metadata or padding differs" : "")});
     }
   }
+}
+
+std::vector<ManifestMismatch> compare_manifests(const Manifest& expected, const Manifest& actual) {
+  std::vector<ManifestMismatch> out;
+  compare_manifests(expected, actual, [&](ManifestMismatch m) { out.push_back(std::move(m)); });
   return out;
 }
 
@@ -391,73 +402,119 @@ GgufHashManifest gguf_hash_file(const GgufFile& file, std::string name, const Gg
   return m;
 }
 
+namespace {
+
+// A gguf-hash name as its line spells it: escaped (escape_text, and the spaces and tabs at either
+// end as \xNN, which the reader would otherwise trim) when it needs to be; `escaped` says whether.
+std::string gguf_hash_name(const std::string& name, bool& escaped) {
+  const size_t first = name.find_first_not_of(" \t");
+  const size_t end = first == std::string::npos ? 0 : name.find_last_not_of(" \t") + 1;
+  const size_t begin = first == std::string::npos ? name.size() : first;
+  escaped = begin > 0 || end < name.size() || needs_escape(name);
+  if (!escaped) return name;
+  const auto hex = [](std::string_view bytes) {
+    std::string out;
+    for (const char c : bytes) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    return out;
+  };
+  const std::string_view all(name);
+  if (begin >= end) return hex(all);
+  return hex(all.substr(0, begin)) + escape_text(all.substr(begin, end - begin)) + hex(all.substr(end));
+}
+
+}  // namespace
+
 std::string format_gguf_hash(const GgufHashManifest& manifest) {
   std::string out;
   for (const GgufHashEntry& e : manifest.entries) {
-    out += fmt::format("{:<8}  {}  {}{}{}\n", digest_algorithm_name(e.algorithm), e.digest, manifest.file,
-                       e.tensor.empty() ? "" : ":", e.tensor);
+    // A name with a terminal control, a newline or bytes that are not UTF-8 is escaped and its line
+    // starts with '\\' (coreutils' sha256sum convention): it stays one line and reads back exactly.
+    bool escaped = false;
+    const std::string name = gguf_hash_name(e.tensor.empty() ? manifest.file : manifest.file + ":" + e.tensor, escaped);
+    out += fmt::format("{}{:<8}  {}  {}\n", escaped ? "\\" : "", digest_algorithm_name(e.algorithm), e.digest, name);
   }
   return out;
 }
 
-bool is_gguf_hash_manifest(std::string_view text) {
-  while (!text.empty()) {
-    std::string_view line = take_line(text);
+namespace {
+
+// The algorithm token of a gguf-hash line without its escape mark; `escaped` says whether it had one.
+std::string_view algorithm_token_of(std::string_view token, bool& escaped) {
+  escaped = token.starts_with('\\');
+  return escaped ? token.substr(1) : token;
+}
+
+bool is_gguf_hash_lines(Lines lines) {
+  std::string_view line;
+  while (lines.next(line)) {
     const std::string_view token = next_token(line);
     if (token.empty() || token.front() == '#') continue;
-    return gguf_hash_algorithm(token).has_value();
+    bool escaped = false;
+    return gguf_hash_algorithm(algorithm_token_of(token, escaped)).has_value();
   }
   return false;
 }
 
-Expected<GgufHashManifest> parse_gguf_hash(std::string_view text) {
-  struct Line {
-    size_t number;
-    DigestAlgorithm algorithm;
-    std::string digest;
-    std::string name;
-  };
-  std::vector<Line> lines;
+Expected<GgufHashManifest> parse_gguf_hash_lines(Lines lines) {
+  GgufHashManifest m;
+  std::vector<size_t> line_numbers;  // of each entry, for the errors found once FILE is known
   size_t line_no = 0;
   const auto bad = [&](std::string_view why) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, fmt::format("line {}", line_no),
                       fmt::format("manifest line {}: {}", line_no, why));
   };
-  while (!text.empty()) {
-    std::string_view line = take_line(text);
+  // Each entry holds its whole name (FILE or FILE:TENSOR) until FILE, the shortest, is known.
+  size_t shortest = 0;
+  std::string_view line;
+  while (lines.next(line)) {
     ++line_no;
-    const std::string_view algorithm_token = next_token(line);
-    if (algorithm_token.empty() || algorithm_token.front() == '#') continue;
+    bool escaped = false;
+    const std::string_view algorithm_token = algorithm_token_of(next_token(line), escaped);
+    if (algorithm_token.empty() || (!escaped && algorithm_token.front() == '#')) continue;
     const auto algorithm = gguf_hash_algorithm(algorithm_token);
     if (!algorithm) {
-      return bad(fmt::format("'{}' is not an algorithm of gguf-hash (xxh64, sha1, sha256 or uuid)", algorithm_token));
+      return bad(fmt::format("'{}' is not an algorithm of gguf-hash (xxh64, sha1, sha256 or uuid)", clipped(algorithm_token)));
     }
     const std::string_view digest = next_token(line);
     if (!is_digest(*algorithm, digest)) return bad(not_a_digest(*algorithm, digest));
     while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
     while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
     if (line.empty()) return bad("expected ALGO  DIGEST  FILE or FILE:TENSOR");
-    lines.push_back({line_no, *algorithm, std::string(digest), std::string(line)});
+    std::optional<std::string> name = escaped ? unescape_text(line) : std::string(line);
+    if (!name) return bad("a name with an invalid escape (\\\\ or \\xNN)");
+    if (m.entries.empty() || name->size() < m.entries[shortest].tensor.size()) shortest = m.entries.size();
+    m.entries.push_back({*algorithm, std::string(digest), std::move(*name)});
+    line_numbers.push_back(line_no);
   }
-  if (lines.empty()) {
+  if (lines.failed()) return read_failed();
+  if (m.entries.empty()) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "not a gguf-hash manifest: no digest lines");
   }
-  GgufHashManifest m;
-  m.file = std::min_element(lines.begin(), lines.end(), [](const Line& a, const Line& b) {
-             return a.name.size() < b.name.size();
-           })->name;
-  for (Line& l : lines) {
-    line_no = l.number;
-    if (l.name == m.file) {
-      m.entries.push_back({l.algorithm, std::move(l.digest), {}});
-    } else if (l.name.size() > m.file.size() + 1 && l.name.starts_with(m.file) && l.name[m.file.size()] == ':') {
-      m.entries.push_back({l.algorithm, std::move(l.digest), l.name.substr(m.file.size() + 1)});
+  m.file = m.entries[shortest].tensor;
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    std::string& name = m.entries[i].tensor;
+    if (name == m.file) {
+      name.clear();
+    } else if (name.size() > m.file.size() + 1 && name.starts_with(m.file) && name[m.file.size()] == ':') {
+      name.erase(0, m.file.size() + 1);
     } else {
-      return bad(fmt::format("'{}' is neither {} nor {}:TENSOR (a manifest covers one file)", l.name, m.file, m.file));
+      line_no = line_numbers[i];
+      return bad(fmt::format("'{}' is neither {} nor {}:TENSOR (a manifest covers one file)", clipped(name),
+                             clipped(m.file), clipped(m.file)));
     }
   }
   return m;
 }
+
+}  // namespace
+
+bool is_gguf_hash_manifest(std::string_view text) { return is_gguf_hash_lines(Lines(text)); }
+
+bool is_gguf_hash_manifest(std::istream& in) { return is_gguf_hash_lines(Lines(in)); }
+
+Expected<GgufHashManifest> parse_gguf_hash(std::string_view text) { return parse_gguf_hash_lines(Lines(text)); }
+
+Expected<GgufHashManifest> parse_gguf_hash(std::istream& in) { return parse_gguf_hash_lines(Lines(in)); }
 
 std::vector<DigestAlgorithm> gguf_hash_algorithms(const GgufHashManifest& manifest) {
   std::vector<DigestAlgorithm> out;
@@ -486,49 +543,63 @@ DigestAlgorithm strongest_gguf_hash_algorithm(const GgufHashManifest& manifest) 
   return DigestAlgorithm::uuid;
 }
 
-std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual) {
-  std::vector<ManifestMismatch> out;
+void compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual,
+                       const MismatchHandler& on_mismatch) {
   for (const DigestAlgorithm a : gguf_hash_algorithms(actual)) {
     const std::string_view algo = digest_algorithm_name(a);
-    // The first line wins, as gguf-hash reads a manifest.
-    std::map<std::string_view, std::string_view> want;
+    // The file's tensors by name (bounded by the file), and what the manifest says of each: the
+    // first line wins, as gguf-hash reads a manifest. Names the file lacks are kept as views.
+    std::map<std::string_view, size_t> have;
+    for (size_t i = 0; i < actual.entries.size(); ++i) {
+      const GgufHashEntry& e = actual.entries[i];
+      if (e.algorithm == a && !e.tensor.empty()) have.emplace(e.tensor, i);
+    }
+    std::vector<std::optional<std::string_view>> want(actual.entries.size());
+    std::vector<std::string_view> missing;
     std::optional<std::string_view> want_model;
+    bool want_tensors = false;
     for (const GgufHashEntry& e : expected.entries) {
       if (e.algorithm != a) continue;
       if (e.tensor.empty()) {
         if (!want_model) want_model = e.digest;
-      } else {
-        want.emplace(e.tensor, e.digest);
+        continue;
+      }
+      want_tensors = true;
+      if (const auto it = have.find(e.tensor); it == have.end()) {
+        missing.push_back(e.tensor);
+      } else if (!want[it->second]) {
+        want[it->second] = e.digest;
       }
     }
-    if (!want.empty() && has_gguf_hash_lines(actual, std::span(&a, 1), GgufHashLines::tensor)) {
-      std::map<std::string_view, bool> seen;
-      for (const GgufHashEntry& e : actual.entries) {
+    if (want_tensors && !have.empty()) {
+      for (size_t i = 0; i < actual.entries.size(); ++i) {
+        const GgufHashEntry& e = actual.entries[i];
         if (e.algorithm != a || e.tensor.empty()) continue;
-        seen.emplace(e.tensor, true);
-        const auto it = want.find(e.tensor);
-        if (it == want.end()) {
-          out.push_back({"unexpected_tensor", e.tensor,
-                         fmt::format("the file has it, the manifest has no {} line for it", algo)});
-        } else if (it->second != e.digest) {
-          out.push_back({"tensor", e.tensor, fmt::format("{} {}, the manifest says {}", algo, e.digest, it->second)});
+        if (!want[i]) {
+          on_mismatch({"unexpected_tensor", e.tensor, fmt::format("the file has it, the manifest has no {} line for it", algo)});
+        } else if (*want[i] != e.digest) {
+          on_mismatch({"tensor", e.tensor, fmt::format("{} {}, the manifest says {}", algo, e.digest, *want[i])});
         }
       }
-      for (const auto& [name, digest] : want) {
-        if (!seen.contains(name)) {
-          out.push_back({"missing_tensor", std::string(name),
-                         fmt::format("the manifest has a {} line for it, the file does not have it", algo)});
-        }
+      std::sort(missing.begin(), missing.end());
+      missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+      for (const std::string_view name : missing) {
+        on_mismatch({"missing_tensor", std::string(name),
+                     fmt::format("the manifest has a {} line for it, the file does not have it", algo)});
       }
     }
     if (want_model) {
       for (const GgufHashEntry& e : actual.entries) {
         if (e.algorithm != a || !e.tensor.empty() || e.digest == *want_model) continue;
-        out.push_back({"model", {},
-                       fmt::format("{} of every tensor's data {}, the manifest says {}", algo, e.digest, *want_model)});
+        on_mismatch({"model", {}, fmt::format("{} of every tensor's data {}, the manifest says {}", algo, e.digest, *want_model)});
       }
     }
   }
+}
+
+std::vector<ManifestMismatch> compare_gguf_hash(const GgufHashManifest& expected, const GgufHashManifest& actual) {
+  std::vector<ManifestMismatch> out;
+  compare_gguf_hash(expected, actual, [&](ManifestMismatch m) { out.push_back(std::move(m)); });
   return out;
 }
 

@@ -3,12 +3,13 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <optional>
 #include <string>
 #include <utility>
@@ -81,21 +82,40 @@ Expected<std::optional<struct stat>> check_output(const std::filesystem::path& t
   return std::optional<struct stat>(existing);
 }
 
+// The mark of a ggufkit temporary file (an extended attribute): a file without it is not ours.
+constexpr const char* kTempMark = "user.ggufkit.temp";
+
+// Whether the temporary file open on `fd` is provably one ggufkit made: it bears the mark, or, on a
+// file system without extended attributes, it starts as every file ggufkit writes does (a GGUF or a
+// NumPy header).
+bool is_ours(int fd) {
+  char mark[8];
+  if (::fgetxattr(fd, kTempMark, mark, sizeof mark) >= 0) return true;
+  if (errno != ENOTSUP) return false;  // no mark on a file system that has them
+  char head[6] = {};
+  const ssize_t n = ::pread(fd, head, sizeof head, 0);
+  return (n >= 4 && std::memcmp(head, "GGUF", 4) == 0) || (n == 6 && std::memcmp(head, "\x93NUMPY", 6) == 0);
+}
+
 // Removes the temporary files of earlier writers of `target` that died (SIGKILL, a power cut):
-// a live writer holds an exclusive flock on its temporary file for as long as it writes, so one
-// that can be locked, and is more than a moment old (not one a live writer has just created and
-// is about to lock), belongs to nobody.
+// a live writer holds an exclusive flock on its temporary file from before it marks it until it is
+// renamed or removed, so one that is marked and can be locked belongs to nobody. A file that only
+// has a temporary's name (no mark) is left alone, as is anything that is not a regular file.
 void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& prefix) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with(prefix) || name.size() != prefix.size() + 6) continue;
-    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) continue;
+    struct stat named {};
+    if (::lstat(entry.path().c_str(), &named) != 0 || !S_ISREG(named.st_mode)) continue;
+    const io::OpenedFile f = io::open_regular(entry.path().c_str(), O_RDONLY | O_NOFOLLOW);
+    if (f.fd < 0) continue;
     struct stat st {};
-    const bool old_enough = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::time(nullptr) - st.st_mtime > 2;
-    if (old_enough && ::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(entry.path().c_str());
-    ::close(fd);
+    if (::fstat(f.fd, &st) == 0 && st.st_ino == named.st_ino && st.st_dev == named.st_dev &&
+        ::flock(f.fd, LOCK_EX | LOCK_NB) == 0 && is_ours(f.fd)) {
+      ::unlink(entry.path().c_str());
+    }
+    ::close(f.fd);
   }
 }
 
@@ -123,8 +143,12 @@ Expected<std::unique_ptr<AtomicFile>> AtomicFile::create(const std::filesystem::
   std::string tmpl = (dir / (prefix + "XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) return io_error(target, fmt::format("cannot create a file in {}", dir.string()));
-  // Held until the file is renamed or removed: tells this live writer from a dead one.
-  ::flock(fd, LOCK_EX | LOCK_NB);
+  // Held until the file is renamed or removed: tells this live writer from a dead one. (Another
+  // writer's cleaner may hold it for a moment: it finds the file unmarked and lets it go.) Then the
+  // mark that says the file is ggufkit's (where the file system has extended attributes).
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  ::fsetxattr(fd, kTempMark, "1", 1, 0);
   if (exists) {
     // A replaced file keeps its permissions, owner and group (the owner only when the process may
     // give it away, as root; the group when the process is in it).
@@ -137,6 +161,8 @@ Expected<std::unique_ptr<AtomicFile>> AtomicFile::create(const std::filesystem::
     ::fchmod(fd, 0666 & ~mask);
   }
   f->fd_ = fd;
+  f->may_replace_ = policy.overwrite;
+  f->output_ = target;
   f->temp_path_ = tmpl;
   f->fault_slot_ = io::register_temporary(tmpl);  // removed by the SIGBUS handler too
   f->bus_errors_ = io::bus_error_count();
@@ -146,8 +172,10 @@ Expected<std::unique_ptr<AtomicFile>> AtomicFile::create(const std::filesystem::
 
 AtomicFile::~AtomicFile() {
   io::release_temporary(fault_slot_);
-  if (fd_ >= 0) ::close(fd_);
+  // Removed while still locked: no cleaner takes it for a dead writer's in between.
   if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+  if (fd_ >= 0) ::close(fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 Expected<void> AtomicFile::flush() {
@@ -265,7 +293,7 @@ Expected<void> AtomicFile::set_permissions(uint32_t mode) {
   return {};
 }
 
-Expected<void> AtomicFile::commit(bool sync) {
+Expected<void> AtomicFile::finish(bool sync) {
   if (fd_ < 0) return make_error(ErrorCode::io_error, written_, {}, "commit twice");
   if (auto r = flush(); !r) return r;
   if (io::bus_error_count() != bus_errors_) {  // an input shrank while it was read: zeros were written
@@ -274,23 +302,92 @@ Expected<void> AtomicFile::commit(bool sync) {
                      io::last_bus_error_file());
   }
   if (sync && ::fsync(fd_) != 0) return io_error(target_, "cannot sync");
+  // The descriptor is closed now, to hear of a failure (a network file system reports some only
+  // then); a duplicate keeps the lock until the rename, so that the file never looks abandoned.
+  lock_fd_ = ::dup(fd_);
   if (::close(fd_) != 0) {
     fd_ = -1;
     return io_error(target_, "cannot close");
   }
   fd_ = -1;
-  if (::rename(temp_path_.c_str(), target_.c_str()) != 0) {
-    return io_error(target_, fmt::format("cannot rename {} to it", temp_path_.string()));
+  return {};
+}
+
+Expected<void> AtomicFile::publish() {
+  const auto rename_failed = [&] { return io_error(target_, fmt::format("cannot rename {} to it", temp_path_.string())); };
+  const auto appeared = [&] {
+    return with_file(make_error(ErrorCode::output_exists, std::nullopt, {},
+                                "already exists (--force replaces it): it appeared while this command wrote"),
+                     output_.string());
+  };
+  if (may_replace_) {
+    if (::rename(temp_path_.c_str(), target_.c_str()) != 0) return rename_failed();
+  } else if (::renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, target_.c_str(), RENAME_NOREPLACE) != 0) {
+    if (errno == EEXIST) return appeared();
+    if (errno != EINVAL && errno != ENOSYS) return rename_failed();
+    // A file system without RENAME_NOREPLACE: a hard link cannot replace either.
+    if (::link(temp_path_.c_str(), target_.c_str()) == 0) {
+      ::unlink(temp_path_.c_str());
+    } else if (errno == EEXIST) {
+      return appeared();
+    } else {
+      // Neither (no hard links either): the last check, then a plain rename.
+      struct stat st {};
+      if (::lstat(target_.c_str(), &st) == 0) return appeared();
+      if (::rename(temp_path_.c_str(), target_.c_str()) != 0) return rename_failed();
+    }
   }
   committed_ = true;
   io::release_temporary(std::exchange(fault_slot_, -1));
+  return {};
+}
+
+Expected<void> AtomicFile::commit(bool sync, const std::atomic<bool>* cancel) {
+  AtomicFile* const self[] = {this};
+  return commit_set(self, sync, cancel);
+}
+
+Expected<void> AtomicFile::commit_all(std::span<const std::unique_ptr<AtomicFile>> files, bool sync,
+                                      const std::atomic<bool>* cancel) {
+  std::vector<AtomicFile*> set;
+  for (const auto& f : files) set.push_back(f.get());
+  return commit_set(set, sync, cancel);
+}
+
+Expected<void> AtomicFile::commit_set(std::span<AtomicFile* const> files, bool sync, const std::atomic<bool>* cancel) {
+  const auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
+  const auto stop = [] { return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled"); };
+  // Every file complete on disk first: the slow part, during which a cancel is still heard.
+  for (const auto& f : files) {
+    if (cancelled()) return stop();
+    if (auto r = f->finish(sync); !r) return r;
+  }
+  if (cancelled()) return stop();
+  // The renames, one right after the other: the only moment a kill can leave part of a set.
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (auto r = files[i]->publish(); !r) {
+      for (size_t j = 0; j < i; ++j) ::unlink(files[j]->target_.c_str());  // no partial set
+      return r;
+    }
+  }
+  // Then the marks go (a finished file is an ordinary file), and the locks.
+  for (AtomicFile* f : files) {
+    if (f->lock_fd_ < 0) continue;
+    ::fremovexattr(f->lock_fd_, kTempMark);
+    ::close(std::exchange(f->lock_fd_, -1));
+  }
   if (sync) {
-    std::filesystem::path dir = target_.parent_path();
-    if (dir.empty()) dir = ".";
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
+    std::vector<std::filesystem::path> synced;
+    for (const auto& f : files) {
+      std::filesystem::path dir = f->target_.parent_path();
+      if (dir.empty()) dir = ".";
+      if (std::ranges::find(synced, dir) != synced.end()) continue;
+      synced.push_back(dir);
+      const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+      }
     }
   }
   return {};

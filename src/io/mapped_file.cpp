@@ -18,20 +18,20 @@
 namespace ggufkit {
 
 Expected<MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, as not regular).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("cannot open: {}", std::strerror(errno)));
+  // A FIFO, a device or a directory is refused before it is opened (opening one can block or act).
+  const io::OpenedFile opened = io::open_regular(path.c_str(), O_RDONLY);
+  if (opened.fd < 0 && opened.error == 0) {
+    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{}, not a regular file", io::file_kind(opened.mode)));
   }
+  if (opened.fd < 0) {
+    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("cannot open: {}", std::strerror(opened.error)));
+  }
+  const int fd = opened.fd;
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
     return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("cannot stat: {}", std::strerror(e)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return make_error(ErrorCode::io_error, std::nullopt, {}, fmt::format("{}, not a regular file", io::file_kind(st.st_mode)));
   }
   MappedFile m;
   m.size_ = static_cast<size_t>(st.st_size);

@@ -4,47 +4,22 @@
 
 #include <fmt/format.h>
 
+#include "ggufkit/text.h"
+
 namespace ggufkit {
 namespace json {
-namespace {
-
-// Length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not valid UTF-8
-// (overlong forms, surrogates and code points past U+10FFFF are invalid).
-size_t utf8_sequence(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  const size_t left = s.size() - i;
-  const auto cont = [&](size_t k) { return (b(k) & 0xC0) == 0x80; };
-  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(i + 1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (left < 3 || !cont(i + 1) || !cont(i + 2)) return 0;
-    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;  // overlong
-    if (c == 0xED && b(i + 1) > 0x9F) return 0;  // surrogates
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (left < 4 || !cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
-    if (c == 0xF0 && b(i + 1) < 0x90) return 0;  // overlong
-    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;  // past U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-}  // namespace
-
 bool append_string(std::string& out, std::string_view s) {
   bool valid = true;
   out += '"';
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
       // Copy a run of plain ASCII at once.
       size_t j = i + 1;
       while (j < s.size()) {
         const auto d = static_cast<unsigned char>(s[j]);
-        if (d < 0x20 || d >= 0x80 || d == '"' || d == '\\') break;
+        if (d < 0x20 || d >= 0x7F || d == '"' || d == '\\') break;
         ++j;
       }
       out.append(s.data() + i, j - i);
@@ -65,11 +40,15 @@ bool append_string(std::string& out, std::string_view s) {
       ++i;
       continue;
     }
-    const size_t n = utf8_sequence(s, i);
+    char32_t cp = 0;
+    const size_t n = utf8_sequence(s, i, cp);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       valid = false;
       ++i;
+    } else if (is_terminal_control(cp)) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(cp));  // C1, bidi: escaped, never raw
+      i += n;
     } else {
       out.append(s.data() + i, n);
       i += n;

@@ -423,6 +423,29 @@ Expected<void> write_output_file(const GgufFile& input, const QuantizePlan& plan
   return b.write(out, write_options);
 }
 
+}  // namespace
+
+Expected<uint64_t> quantize_output_bytes(const GgufFile& input, const QuantizePlan& plan, const QuantizeOptions& options) {
+  GgufBuilder b;
+  if (auto r = add_output_metadata(b, input, plan, 0, options); !r) return r.error();
+  const auto unread = [](uint64_t, std::span<std::byte>) -> Expected<void> {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "a size-only builder is never written");
+  };
+  for (const TensorPlan& p : plan.tensors) {
+    const TensorInfo& t = *p.tensor;
+    if (auto r = b.add_tensor(t.name, p.convert ? p.target : t.type, quantize_detail::written_shape(t),
+                              TensorProducer(unread));
+        !r) {
+      return r.error();
+    }
+  }
+  WriteOptions write_options;
+  write_options.byte_order = plan.byte_order;
+  return b.file_bytes(write_options);
+}
+
+namespace {
+
 // `input` holds the metadata (a plain file, or a split model's first shard).
 // `inputs`: the files of the model, which no output may replace.
 Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePlan>& plan,
@@ -449,15 +472,8 @@ Expected<void> write_quantized(const GgufFile& input, const Expected<QuantizePla
     tensors_before += static_cast<size_t>(
         std::ranges::count_if(plan->tensors, [&](const TensorPlan& p) { return p.shard == shard; }));
   }
-  if (options.cancel != nullptr && options.cancel->load()) return cancelled();  // none of the set is renamed
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (auto r = files[i]->commit(options.sync); !r) {
-      std::error_code ec;
-      for (size_t j = 0; j < i; ++j) std::filesystem::remove(paths[j], ec);  // no partial set
-      return r;
-    }
-  }
-  return {};
+  // Every output synced, then all renamed together (a cancel is heard until the renames).
+  return AtomicFile::commit_all(files, options.sync, options.cancel);
 }
 
 }  // namespace

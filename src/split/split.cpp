@@ -209,17 +209,8 @@ Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const S
     files.push_back(std::move(file).value());
     if (options.progress) options.progress(i + 1, plan.shards.size(), plan.shards[i].path);
   }
-  if (options.cancel != nullptr && options.cancel->load()) {
-    return make_error(ErrorCode::cancelled, std::nullopt, {}, "cancelled");
-  }
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (auto r = files[i]->commit(options.sync); !r) {
-      std::error_code ec;
-      for (size_t j = 0; j < i; ++j) std::filesystem::remove(plan.shards[j].path, ec);  // no partial set
-      return r;
-    }
-  }
-  return {};
+  // Every shard synced, then all renamed together (a cancel is heard until the renames).
+  return AtomicFile::commit_all(files, options.sync, options.cancel);
 }
 
 Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const OpenOptions& options) {

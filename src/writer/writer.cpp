@@ -272,7 +272,7 @@ Expected<void> GgufBuilder::write_file(const std::filesystem::path& path, const 
   auto file = AtomicFile::create(path, options.output);
   if (!file) return std::move(file).error();
   if (auto r = write(**file, options); !r) return r;  // the temporary file is removed on return
-  return (*file)->commit(options.sync);
+  return (*file)->commit(options.sync, options.cancel);
 }
 
 Expected<void> rewrite_file(const GgufFile& file, const std::filesystem::path& path, bool sync) {

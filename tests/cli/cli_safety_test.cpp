@@ -5,6 +5,7 @@
 // asserts the exit status, both streams and what is left on disk.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -38,6 +40,11 @@ std::set<std::string> names_in(const fs::path& dir) {
   std::set<std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
   return out;
+}
+
+std::string read_text_file(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::string refusal(const fs::path& out, const std::string& message, const char* code) {
@@ -150,7 +157,6 @@ TEST_F(CliSafety, AFullDiskOnStdoutIsAnError) {
       {"quantize", "--dry-run", m, (dir_ / "q.gguf").string(), "q8_0"},
       {"convert-endian", "--dry-run", m, (dir_ / "be.gguf").string(), "--to", "big"},
       {"set", "--dry-run", m, "general.name", "x"},
-      {"extract", m, "token_embd.weight", "-o", (dir_ / "t.npy").string()},
       {"--help"},
       {"info", "--help"},
   };
@@ -160,6 +166,68 @@ TEST_F(CliSafety, AFullDiskOnStdoutIsAnError) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.err, "gguf: cannot write the output: No space left on device\n");
   }
+}
+
+// Every file under `dir`, by its path relative to it, with its bytes.
+std::map<std::string, std::vector<std::byte>> tree_of(const fs::path& dir) {
+  std::map<std::string, std::vector<std::byte>> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = ggufkit::test::read_bytes(e.path());
+  }
+  return out;
+}
+
+// A verb that has written its output and then cannot print (stdout on a full disk) exits 0 with
+// one warning: 2 would tell a script that nothing was written. Each output is the one a run with a
+// working stdout writes, and nothing else is left.
+TEST_F(CliSafety, AVerbThatWroteItsOutputSucceedsWhenStdoutFails) {
+  ASSERT_TRUE(fs::exists("/dev/full"));
+  ASSERT_EQ(run_gguf({"split", model_.string(), (dir_ / "s").string(), "--max-tensors", "8"}).exit_code, 0);
+  ggufkit::test::TinyLlamaConfig config;
+  config.vocab_size = 256;
+  const fs::path ckpt = dir_ / "ckpt";
+  ASSERT_EQ(ggufkit::test::write_checkpoint(ggufkit::test::make_tiny_llama(config), ckpt, {}), "");
+  struct Case {
+    std::vector<std::string> args;
+    std::string verb, output;
+  };
+  const auto cases = [&](const fs::path& d) {
+    const std::string m = model_.string();
+    return std::vector<Case>{
+        {{"split", m, (d / "p").string(), "--max-tensors", "8"}, "split", (d / "p").string() + "-*-of-00003.gguf"},
+        {{"merge", (dir_ / "s-00001-of-00003.gguf").string(), (d / "merged.gguf").string()}, "merge", (d / "merged.gguf").string()},
+        {{"convert-endian", m, (d / "be.gguf").string(), "--to", "big"}, "convert-endian", (d / "be.gguf").string()},
+        {{"quantize", m, (d / "q.gguf").string(), "q8_0", "--quiet"}, "quantize", (d / "q.gguf").string()},
+        {{"convert", ckpt.string(), (d / "c.gguf").string(), "--no-tokenizer"}, "convert", (d / "c.gguf").string()},
+        {{"set", m, "general.name", "other", "-o", (d / "o.gguf").string()}, "set", (d / "o.gguf").string()},
+        {{"set", (d / "edit.gguf").string(), "general.name", "y"}, "set", (d / "edit.gguf").string()},
+        {{"set", (d / "edit.gguf").string(), "general.name", std::string(5000, 'n')}, "set", (d / "edit.gguf").string()},
+        {{"rename", (d / "edit.gguf").string(), "general.name", "general.title"}, "rename", (d / "edit.gguf").string()},
+        {{"rm", (d / "edit.gguf").string(), "general.title"}, "rm", (d / "edit.gguf").string()},
+        {{"extract", m, "token_embd.weight", "-o", (d / "t.npy").string()}, "extract", (d / "t.npy").string()},
+        {{"extract", m, "-o", (d / "npy").string()}, "extract", (d / "npy").string()},
+    };
+  };
+  const fs::path reference = dir_ / "reference", full = dir_ / "full";
+  for (const fs::path& d : {reference, full}) {
+    fs::create_directory(d);
+    fs::copy_file(model_, d / "edit.gguf");
+  }
+  const auto expected = cases(reference);
+  const auto on_full_disk = cases(full);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE(expected[i].verb + " " + expected[i].args[1]);
+    const CommandResult ok = run_gguf(expected[i].args);
+    ASSERT_EQ(ok.exit_code, 0) << ok.err;
+    ASSERT_NE(ok.out, "");
+    const CommandResult r = run_gguf_with_stdout(on_full_disk[i].args, "/dev/full");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.err, "gguf: " + on_full_disk[i].verb + ": warning: " + on_full_disk[i].output +
+                         " was written, but stdout failed: No space left on device\n");
+  }
+  const auto written = tree_of(full);
+  EXPECT_EQ(written, tree_of(reference));
+  EXPECT_EQ(written.size(), 3u + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 20);  // no temporary among them
 }
 
 // A closed pipe (`| head`) ends the verb without a message (the output is larger than a pipe holds).
@@ -215,6 +283,137 @@ TEST_F(CliSafety, SplitWritesAllShardsOrNone) {
   EXPECT_EQ(r.err, refusal(dir_ / "s-00002-of-00003.gguf", "is a directory: refusing to replace it with a file",
                            "output_not_regular"));
   EXPECT_EQ(names_in(dir_), (std::set<std::string>{"model.gguf", "s-00002-of-00003.gguf"}));
+}
+
+const std::vector<long> kRenames = ggufkit::test::rename_syscalls();
+const std::vector<long> kFsync = ggufkit::test::fsync_syscalls();
+
+// Two writers of one new output, neither with --force: the second to finish refuses to replace the
+// file the first put there after the second checked the name (the file is made while the verb is
+// stopped just before its rename). Exit 2, the first's file intact, nothing else left.
+TEST_F(CliSafety, ASecondWriterNeverReplacesAFileThatAppeared) {
+  GGUFKIT_REQUIRE_PTRACE();
+  ASSERT_EQ(run_gguf({"split", model_.string(), (dir_ / "s").string(), "--max-tensors", "8"}).exit_code, 0);
+  const fs::path work = dir_ / "work";
+  fs::create_directory(work);
+  const std::string m = model_.string();
+  const std::vector<std::pair<std::vector<std::string>, fs::path>> cases = {
+      {{"convert-endian", m, (work / "out.gguf").string(), "--to", "big"}, work / "out.gguf"},
+      {{"merge", (dir_ / "s-00001-of-00003.gguf").string(), (work / "out.gguf").string()}, work / "out.gguf"},
+      {{"set", m, "general.name", "x", "-o", (work / "out.gguf").string()}, work / "out.gguf"},
+      {{"quantize", m, (work / "out.gguf").string(), "q8_0", "--threads", "1"}, work / "out.gguf"},
+      {{"extract", m, "token_embd.weight", "-o", (work / "t.npy").string()}, work / "t.npy"},
+      // The set: its second shard appears; the first, renamed already, is taken back.
+      {{"split", m, (work / "p").string(), "--max-tensors", "8"}, work / "p-00002-of-00003.gguf"},
+  };
+  for (const auto& [args, contested] : cases) {
+    SCOPED_TRACE(args[0]);
+    const auto run = ggufkit::test::run_gguf_stopped_at(args, kRenames, 1, [&, &contested = contested](pid_t) {
+      std::ofstream(contested, std::ios::binary) << "the first writer's";
+    });
+    ASSERT_TRUE(run.stopped);
+    EXPECT_EQ(run.result.exit_code, 2);
+    EXPECT_EQ(run.result.out, "");
+    EXPECT_EQ(run.result.err, refusal(contested, "already exists (--force replaces it): it appeared while this command wrote",
+                                      "output_exists"));
+    EXPECT_EQ(names_in(work), std::set<std::string>{contested.filename().string()});
+    EXPECT_EQ(read_text_file(contested), "the first writer's");
+    fs::remove(contested);
+  }
+}
+
+// Inputs that are not regular files are refused without being opened: opening a FIFO would release
+// a writer waiting on it (this test's thread), opening a device can act (a watchdog, a terminal).
+// Exit 2, one line naming what it is, nothing on stdout, at once; for info and for an edit, whose
+// lock is taken before the file is read.
+TEST_F(CliSafety, DevicesFifosAndDirectoriesAreNeverOpened) {
+  const fs::path fifo = dir_ / "input.gguf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  std::atomic<bool> released{false};
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);  // blocks until someone opens the FIFO to read
+    released = true;
+    if (fd >= 0) ::close(fd);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the writer is waiting in open
+  const std::vector<std::pair<std::string, std::string>> inputs = {{"/dev/null", "a character device"},
+                                                                   {"/dev/zero", "a character device"},
+                                                                   {dir_.string(), "a directory"},
+                                                                   {fifo.string(), "a FIFO"}};
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& [input, kind] : inputs) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"info", input}, {"set", input, "general.name", "x"}}) {
+      SCOPED_TRACE(args[0] + " " + input);
+      const CommandResult r = run_gguf(args);
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(r.out, "");
+      EXPECT_EQ(r.err, refusal(input, kind + ", not a regular file", "io_error"));
+    }
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(released.load()) << "the FIFO was opened";
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // lets the writer go
+  writer.join();
+  ::close(reader);
+}
+
+// SIGINT that comes while the output is flushed to disk, before it is renamed into place, still
+// stops the verb (the process is stopped at its first fsync and signalled there): exit 130, the one
+// line, nothing on stdout, no output and no temporary. One that comes after the rename (at the
+// directory's fsync) changes nothing: the output is there, exit 0.
+TEST_F(CliSafety, AnInterruptUpToTheRenameWritesNothing) {
+  GGUFKIT_REQUIRE_PTRACE();
+  ASSERT_EQ(run_gguf({"split", model_.string(), (dir_ / "s").string(), "--max-tensors", "8"}).exit_code, 0);
+  ggufkit::test::TinyLlamaConfig config;
+  config.vocab_size = 256;
+  const fs::path ckpt = dir_ / "ckpt";
+  ASSERT_EQ(ggufkit::test::write_checkpoint(ggufkit::test::make_tiny_llama(config), ckpt, {}), "");
+  const fs::path work = dir_ / "work";
+  fs::create_directory(work);
+  const fs::path edited = work / "edit.gguf";
+  const std::string m = model_.string(), out = (work / "out.gguf").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string verb, output;
+    std::vector<long> calls;  // where the signal comes (the first of them)
+    std::string err;          // empty: the usual "interrupted; OUTPUT was not written"
+  };
+  const std::vector<Case> cases = {
+      {{"split", m, (work / "p").string(), "--max-tensors", "8"}, "split", (work / "p").string() + "-*-of-00003.gguf", kFsync, ""},
+      {{"merge", (dir_ / "s-00001-of-00003.gguf").string(), out}, "merge", out, kFsync, ""},
+      {{"convert-endian", m, out, "--to", "big"}, "convert-endian", out, kFsync, ""},
+      {{"quantize", m, out, "q8_0", "--threads", "1"}, "quantize", out, kFsync, ""},
+      {{"convert", ckpt.string(), out, "--no-tokenizer"}, "convert", out, kFsync, ""},
+      {{"set", m, "general.name", "x", "-o", out}, "set", out, kFsync, ""},
+      {{"set", edited.string(), "general.name", std::string(5000, 'n')}, "set", edited.string(), kFsync, ""},
+      // extract does not fsync (its files are copies): the signal comes as it locks its new temporary
+      // file, before it writes it (not at a write(2): the sanitizers' runtime makes some of its own).
+      {{"extract", m, "token_embd.weight", "-o", (work / "t.npy").string()}, "extract", "", {SYS_flock},
+       "gguf: extract: interrupted; 0 of 1 tensors written\n"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.verb + " " + c.args[1]);
+    for (const auto& e : fs::directory_iterator(work)) fs::remove(e.path());
+    fs::copy_file(model_, edited);
+    const auto run = ggufkit::test::run_gguf_stopped_at(c.args, c.calls, 1, [](pid_t pid) { ::kill(pid, SIGINT); });
+    ASSERT_TRUE(run.stopped);
+    EXPECT_EQ(run.result.exit_code, 130);
+    EXPECT_EQ(run.result.out, "");
+    EXPECT_EQ(run.result.err, c.err.empty() ? "gguf: " + c.verb + ": interrupted; " + c.output + " was not written\n" : c.err);
+    EXPECT_EQ(names_in(work), std::set<std::string>{"edit.gguf"});
+    EXPECT_EQ(ggufkit::test::read_bytes(edited), ggufkit::test::read_bytes(model_));
+  }
+  fs::remove(edited);
+  ASSERT_EQ(run_gguf({"convert-endian", m, (dir_ / "be-reference.gguf").string(), "--to", "big"}).exit_code, 0);
+  const auto late = ggufkit::test::run_gguf_stopped_at({"convert-endian", m, out, "--to", "big"}, kFsync, 2,
+                                                       [](pid_t pid) { ::kill(pid, SIGINT); });
+  ASSERT_TRUE(late.stopped);
+  EXPECT_EQ(late.result.exit_code, 0) << late.result.err;
+  EXPECT_EQ(late.result.out, m + ": little-endian -> " + out + ": big-endian\n");
+  EXPECT_EQ(late.result.err, "");
+  EXPECT_EQ(ggufkit::test::read_bytes(out), ggufkit::test::read_bytes(dir_ / "be-reference.gguf"));
 }
 
 // A model whose names hold terminal controls: no output of any verb carries a control byte other
@@ -316,11 +515,6 @@ pid_t spawn_gguf(const std::vector<std::string>& args, const fs::path& err) {
     ::_exit(127);
   }
   return pid;
-}
-
-std::string read_text_file(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // Runs gguf ARGS in `work`, stops it as soon as a temporary file appears there, sends `signal`,

@@ -17,6 +17,7 @@
 
 #include "family_checkpoint.h"
 #include "ggufkit/convert.h"
+#include "ggufkit/convert_quantized.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
 #include "test_support.h"

@@ -1088,8 +1088,8 @@ TEST(ConvertCli, ReadsOnlyTheCheckpointsOwnFiles) {
                                     ", outside the checkpoint directory: not read (copy the file in if it belongs to the model)");
   std::filesystem::remove(dir / "config.json");
   write_text(dir / "config.json", m.config().dump());
-  std::filesystem::resize_file(dir / "config.json", uint64_t{300} << 20);  // sparse: nothing read
-  expect_refused("config.json", "314572800 bytes, over the limit of 268435456 for a checkpoint's text file: not read");
+  std::filesystem::resize_file(dir / "config.json", (uint64_t{4} << 20) + 1);  // sparse: nothing read
+  expect_refused("config.json", "4194305 bytes, over the limit of 4194304 bytes for config.json: not read");
   // The weights too: model.safetensors linked outside.
   write_text(dir / "config.json", m.config().dump());
   std::filesystem::rename(dir / "model.safetensors", root / "weights.safetensors");

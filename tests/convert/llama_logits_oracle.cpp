@@ -1,5 +1,6 @@
 #include "llama_logits_oracle.h"
 
+#include "llama_params.h"
 #include "oracle_library.h"
 
 #include <dlfcn.h>
@@ -10,68 +11,8 @@
 
 namespace {
 
-// struct llama_model_params (include/llama.h of llama.cpp 80fb11ac, the oracle's build). Enums are
-// ints; field order and types must match exactly, the struct is passed by value.
-struct ModelParams {
-  void* devices;
-  const void* tensor_buft_overrides;
-  int32_t n_gpu_layers;
-  int split_mode;
-  int load_mode;
-  int lazy_mode;
-  int32_t main_gpu;
-  const float* tensor_split;
-  void* progress_callback;
-  void* progress_callback_user_data;
-  const void* kv_overrides;
-  bool vocab_only;
-  bool check_tensors;
-  bool use_extra_bufts;
-  bool no_host;
-  bool no_alloc;
-  bool load_mtp;
-};
-
-// struct llama_context_params (same header).
-struct ContextParams {
-  uint32_t n_ctx;
-  uint32_t n_batch;
-  uint32_t n_ubatch;
-  uint32_t n_seq_max;
-  uint32_t n_rs_seq;
-  uint32_t n_outputs_max;
-  uint32_t n_outputs_max_per_seq;
-  int32_t n_threads;
-  int32_t n_threads_batch;
-  int ctx_type;
-  int rope_scaling_type;
-  int pooling_type;
-  int attention_type;
-  int flash_attn_type;
-  float rope_freq_base;
-  float rope_freq_scale;
-  float yarn_ext_factor;
-  float yarn_attn_factor;
-  float yarn_beta_fast;
-  float yarn_beta_slow;
-  uint32_t yarn_orig_ctx;
-  float defrag_thold;
-  void* cb_eval;
-  void* cb_eval_user_data;
-  int type_k;
-  int type_v;
-  void* abort_callback;
-  void* abort_callback_data;
-  bool embeddings;
-  bool offload_kqv;
-  bool no_perf;
-  bool op_offload;
-  bool swa_full;
-  bool kv_unified;
-  void* samplers;
-  size_t n_samplers;
-  void* ctx_other;
-};
+using ggufkit::test::llama::ContextParams;
+using ggufkit::test::llama::ModelParams;
 
 // struct llama_batch.
 struct Batch {
@@ -89,8 +30,8 @@ constexpr int kGgmlTypeF16 = 1;
 constexpr int kFlashAttentionDisabled = 0;
 constexpr int kGgmlLogLevelError = 4;
 
-using ModelDefaults = ModelParams (*)();
-using ContextDefaults = ContextParams (*)();
+using ggufkit::test::llama::ContextDefaults;
+using ggufkit::test::llama::ModelDefaults;
 using LoadModel = void* (*)(const char*, ModelParams);
 using FreeModel = void (*)(void*);
 using InitContext = void* (*)(void*, ContextParams);
@@ -121,25 +62,13 @@ F symbol(void* handle, const char* name) {
 const LlamaLogitsOracle* LlamaLogitsOracle::get(std::string* why_not) {
   static std::string reason;
   static const LlamaLogitsOracle* oracle = []() -> const LlamaLogitsOracle* {
-    void* handle = ggufkit::test::open_oracle_library(
-        "libllama.v0.4.0.so",
+    void* handle = ggufkit::test::open_llama_library(
         {"llama_backend_init", "llama_model_default_params", "llama_context_default_params",
          "llama_model_load_from_file", "llama_init_from_model", "llama_decode", "llama_get_logits_ith",
          "llama_model_get_vocab", "llama_vocab_n_tokens", "llama_free", "llama_model_free"},
         &reason);
     if (handle == nullptr) return nullptr;
-    const std::string dir = ggufkit::test::oracle_library_dir();
-    const std::string path = dir + "/libllama.v0.4.0.so";
-    // The CPU backend is a separate library (libggml-cpu-<level>.so) the ggml library picks and loads.
-    const std::string ggml_path = dir + "/libggml.v0.4.0.so";
-    void* ggml = dlopen(ggml_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    auto load_backends = ggml ? symbol<void (*)(const char*)>(ggml, "ggml_backend_load_all_from_path") : nullptr;
-    if (load_backends == nullptr) {
-      reason = "cannot load ggml_backend_load_all_from_path from " + ggml_path;
-      return nullptr;
-    }
-    load_backends(dir.c_str());
-    symbol<void (*)()>(handle, "llama_backend_init")();
+    const std::string path = ggufkit::test::oracle_library_dir() + "/libllama.v0.4.0.so";
     if (auto log_set = symbol<LogSet>(handle, "llama_log_set")) log_set(keep_errors, nullptr);
 
     // The mirrored structs must give llama.cpp's documented defaults, else the layout differs.

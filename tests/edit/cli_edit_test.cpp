@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "ggufkit/reader.h"
 #include "test_support.h"
@@ -165,6 +166,49 @@ TEST_F(CliEdit, InPlaceWhenItFitsRewriteOtherwise) {
   EXPECT_NE(r.out.find("rewrite"), std::string::npos) << r.out;
   EXPECT_EQ(run_gguf({"get", model.string(), "general.name"}).out, name + std::string(200, '!'));
   expect_same_tensors(model);
+}
+
+// A writer that does not take the edit lock renames another file over the model between the edit's
+// checks and its in-place write (the edit is stopped just before its pwrite): the write lands in
+// the file that was replaced, and the edit says so instead of reporting success. Exit 2, nothing on
+// stdout, the file now under the name untouched; the edit is in the old file when it has another
+// name (here a hard link), which the message gives by its inode.
+TEST_F(CliEdit, AnInPlaceEditReportsAFileReplacedUnderIt) {
+  GGUFKIT_REQUIRE_PTRACE();
+  const std::string name(reopen(model).get("general.name")->as_string().value_or(""));
+  std::string same_length = name;
+  same_length[0] = same_length[0] == 'X' ? 'Y' : 'X';
+  const fs::path foreign = dir / "foreign.gguf", held = dir / "held.gguf";
+  ASSERT_EQ(run_gguf({"set", model.string(), "general.name", "foreign", "-o", foreign.string()}).exit_code, 0);
+  const auto foreign_bytes = read_bytes(foreign);
+  for (const bool other_name : {true, false}) {
+    SCOPED_TRACE(other_name ? "the replaced file has another name" : "the replaced file is deleted");
+    fs::remove(model);
+    fs::copy_file(sample_model(), model);
+    if (other_name) fs::create_hard_link(model, held);
+    struct stat before {};
+    ASSERT_EQ(::stat(model.c_str(), &before), 0);
+    const StoppedRun run = run_gguf_stopped_at({"set", model.string(), "general.name", same_length}, {SYS_pwrite64}, 1,
+                                               [&](pid_t) {
+                                                 fs::copy_file(foreign, dir / "incoming.gguf");
+                                                 fs::rename(dir / "incoming.gguf", model);
+                                               });
+    ASSERT_TRUE(run.stopped);
+    EXPECT_EQ(run.result.exit_code, 2);
+    EXPECT_EQ(run.result.out, "");
+    const std::string where = other_name ? "inode " + std::to_string(before.st_ino) + ", which has other names"
+                                         : std::string("which is deleted");
+    EXPECT_EQ(run.result.err, "gguf: " + model.string() +
+                                  ": the file was replaced during the edit (by a writer that does not take the edit "
+                                  "lock): the edit went to the replaced file, " + where +
+                                  "; the file now under this name is not modified [io_error]\n");
+    EXPECT_EQ(read_bytes(model), foreign_bytes);
+    if (other_name) {
+      EXPECT_EQ(reopen(held).get("general.name")->as_string(), same_length);
+      expect_same_tensors(held);
+      fs::remove(held);
+    }
+  }
 }
 
 TEST_F(CliEdit, RemoveRenameAndSeveralChangesInOneCall) {

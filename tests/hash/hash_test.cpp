@@ -240,6 +240,36 @@ TEST(GgufHash, LinesAreDigestsOfTheTensorsAndTheirConcatenation) {
   EXPECT_TRUE(compare_gguf_hash(*back, short_m).empty());
 }
 
+// Names gguf-hash would print raw that would break or lose the line (a newline, a control, bytes
+// that are not UTF-8, spaces at the end that the reader trims) are escaped on a marked line and
+// read back exactly; other names are gguf-hash's own spelling.
+TEST(GgufHash, EscapedNamesReadBack) {
+  GgufHashManifest m;
+  m.file = " dir/m\x1b.gguf";
+  for (const std::string name : {"plain", "back\\slash", "a\nxxh64  0000000000000000  FAKE", "trailing ", "\t", "\xff\xe2\x80\xae"}) {
+    m.entries.push_back({DigestAlgorithm::xxh64, "0123456789abcdef", name});
+  }
+  m.entries.push_back({DigestAlgorithm::xxh64, "0123456789abcdef", {}});
+  const std::string text = format_gguf_hash(m);
+  EXPECT_EQ(text,
+            "\\xxh64     0123456789abcdef  \\x20dir/m\\x1b.gguf:plain\n"
+            "\\xxh64     0123456789abcdef  \\x20dir/m\\x1b.gguf:back\\\\slash\n"
+            "\\xxh64     0123456789abcdef  \\x20dir/m\\x1b.gguf:a\\x0axxh64  0000000000000000  FAKE\n"
+            "\\xxh64     0123456789abcdef  \\x20dir/m\\x1b.gguf:trailing\\x20\n"
+            "\\xxh64     0123456789abcdef  \\x20dir/m\\x1b.gguf:\\x09\n"
+            "\\xxh64     0123456789abcdef  \\x20dir/m\\x1b.gguf:\\xff\\xe2\\x80\\xae\n"
+            "\\xxh64     0123456789abcdef  \\x20dir/m\\x1b.gguf\n");
+  const auto back = parse_gguf_hash(text);
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(back->file, m.file);
+  ASSERT_EQ(back->entries.size(), m.entries.size());
+  for (size_t i = 0; i < m.entries.size(); ++i) EXPECT_EQ(back->entries[i].tensor, m.entries[i].tensor);
+  m.file = "m.gguf";
+  EXPECT_TRUE(format_gguf_hash(m).starts_with("xxh64     0123456789abcdef  m.gguf:plain\n"
+                                              "xxh64     0123456789abcdef  m.gguf:back\\slash\n"
+                                              "\\xxh64     0123456789abcdef  m.gguf:a\\x0axxh64"));
+}
+
 TEST(GgufHash, BadLinesAreRefusedWithTheLineAndWhy) {
   const std::string h16 = "0123456789abcdef";
   const struct {

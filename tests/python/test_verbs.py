@@ -533,3 +533,26 @@ def test_split_merge_cancel_and_errors(model, tmp_path):
     assert leftovers(out) == []
     with pytest.raises(ValueError, match=r"^give max_size or max_tensors, not both$"):
         verbs.split(model, out / "s", max_size=1000, max_tensors=2)
+
+
+# ---- estimate -------------------------------------------------------------------------------------
+
+def test_estimate_equals_the_cli_json(cli):
+    for options, args in [({}, []),
+                          ({"ctx_size": 4096, "parallel": 2, "cache_type_k": "f32", "cache_type_v": "bf16",
+                            "flash_attn": "on", "kv_unified": True}, ["-c", "4096", "-np", "2", "-ctk", "f32",
+                                                                     "-ctv", "bf16", "-fa", "on", "--kv-unified"])]:
+        got = ggufkit.estimate(SAMPLE, **options)
+        want = json.loads(run_cli(cli, "estimate", "--json", SAMPLE, *args))[0]
+        assert got == want
+
+
+def test_estimate_errors_are_gguf_errors():
+    with pytest.raises(ggufkit.GGUFError) as e:
+        ggufkit.estimate(SAMPLE, cache_type_v="q8_0", flash_attn="off")
+    assert e.value.code == "invalid_argument"
+    assert str(e.value).endswith("a quantized V cache requires flash attention")
+    with pytest.raises(ggufkit.GGUFError) as e:
+        ggufkit.estimate(SAMPLE, ctx_size=2**40)
+    assert e.value.code == "invalid_argument"
+    assert str(e.value).endswith("ctx_size: 1099511627776 is above llama.cpp's 32-bit limit")

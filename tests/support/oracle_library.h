@@ -17,4 +17,9 @@ std::string oracle_library_dir();
 void* open_oracle_library(const std::string& name, std::initializer_list<const char*> required,
                           std::string* why_not);
 
+// libllama.v0.4.0.so with open_oracle_library's checks, its CPU backend loaded (ggml picks
+// libggml-cpu-<level>.so for this machine) and llama_backend_init called: ready to load models.
+// The same handle on every call.
+void* open_llama_library(std::initializer_list<const char*> required, std::string* why_not);
+
 }  // namespace ggufkit::test

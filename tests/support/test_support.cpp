@@ -1,10 +1,13 @@
 #include "test_support.h"
 
 #include <fcntl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -85,14 +88,120 @@ std::string drain(int fd) {
 
 CommandResult run_gguf(const std::vector<std::string>& args) { return run_gguf_with_stdout(args, {}); }
 
+namespace {
+
+// What tracing a child came to: stopped at the call (then detached), or the child's end status
+// when it ended first.
+struct TraceOutcome {
+  bool stopped = false;
+  std::optional<int> ended;
+};
+
+// The tracer of run_gguf_stopped_at: runs the traced child `pid` (stopped after its exec) up to the
+// chosen system call, calls `at_stop` there and detaches.
+TraceOutcome trace_until(pid_t pid, const std::vector<long>& syscalls, int nth, const std::function<void(pid_t)>& at_stop) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return {};
+  if (!WIFSTOPPED(status)) return {.stopped = false, .ended = status};
+  ::ptrace(PTRACE_SETOPTIONS, pid, nullptr, PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL);
+  int seen = 0;
+  int deliver = 0;
+  for (;;) {
+    if (::ptrace(PTRACE_SYSCALL, pid, nullptr, deliver) != 0) return {};
+    deliver = 0;
+    if (::waitpid(pid, &status, 0) != pid) return {};
+    if (WIFEXITED(status) || WIFSIGNALED(status)) return {.stopped = false, .ended = status};
+    if (!WIFSTOPPED(status)) continue;
+    if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+      deliver = WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);  // the child's own signals go on
+      continue;
+    }
+    __ptrace_syscall_info info{};
+    if (::ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) <= 0) continue;
+    if (info.op != PTRACE_SYSCALL_INFO_ENTRY) continue;
+    if (std::find(syscalls.begin(), syscalls.end(), static_cast<long>(info.entry.nr)) == syscalls.end()) continue;
+    if (++seen < nth) continue;
+    at_stop(pid);
+    ::ptrace(PTRACE_DETACH, pid, nullptr, 0);
+    return {.stopped = true, .ended = std::nullopt};
+  }
+}
+
+// Runs PREFIX... build/gguf ARGS, stdout to `stdout_path` (captured when empty), under `tracer`
+// when one is given.
+CommandResult run_cli(const std::vector<std::string>& prefix, const std::vector<std::string>& args,
+                      const std::string& stdout_path, const std::function<TraceOutcome(pid_t)>& tracer = {},
+                      bool* stopped = nullptr);
+
+}  // namespace
+
+StoppedRun run_gguf_stopped_at(const std::vector<std::string>& args, const std::vector<long>& syscalls, int nth,
+                               const std::function<void(pid_t)>& at_stop) {
+  StoppedRun run;
+  run.result = run_cli(
+      {}, args, {}, [&](pid_t pid) { return trace_until(pid, syscalls, nth, at_stop); }, &run.stopped);
+  return run;
+}
+
 CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const std::string& stdout_path) {
+  return run_cli({}, args, stdout_path);
+}
+
+CommandResult run_gguf_measured(const std::vector<std::string>& args) {
+  std::string rss_path = (std::filesystem::temp_directory_path() / "ggufkit-run-rss-XXXXXX").string();
+  ::close(::mkstemp(rss_path.data()));
+  CommandResult r = run_cli({GGUFKIT_PEAK_RSS_PATH, rss_path}, args, {});
+  std::ifstream(rss_path) >> r.max_rss_kib;
+  ::unlink(rss_path.c_str());
+  return r;
+}
+
+std::optional<std::string> ptrace_missing() {
+  static const std::optional<std::string> why = []() -> std::optional<std::string> {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0) ::_exit(3);
+      ::raise(SIGSTOP);
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFSTOPPED(status)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return std::nullopt;
+    }
+    return "this process may not trace its children (ptrace is forbidden here)";
+  }();
+  return why;
+}
+
+std::vector<long> rename_syscalls() {
+  return {
+#ifdef SYS_rename
+      SYS_rename,
+#endif
+#ifdef SYS_link
+      SYS_link,
+#endif
+      SYS_renameat, SYS_renameat2, SYS_linkat};
+}
+
+std::vector<long> fsync_syscalls() { return {SYS_fsync, SYS_fdatasync}; }
+
+namespace {
+
+CommandResult run_cli(const std::vector<std::string>& prefix, const std::vector<std::string>& args,
+                      const std::string& stdout_path, const std::function<TraceOutcome(pid_t)>& tracer,
+                      bool* stopped) {
   // stdout and stderr go to temporary files so that large outputs cannot deadlock a pipe.
   const auto dir = std::filesystem::temp_directory_path();
   std::string out_path = (dir / "ggufkit-run-out-XXXXXX").string();
   std::string err_path = (dir / "ggufkit-run-err-XXXXXX").string();
   const int out_fd = ::mkstemp(out_path.data());
   const int err_fd = ::mkstemp(err_path.data());
-  std::vector<std::string> argv_store = {GGUFKIT_CLI_PATH};
+  std::vector<std::string> argv_store = prefix;
+  argv_store.push_back(GGUFKIT_CLI_PATH);
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_store) argv.push_back(a.data());
@@ -103,11 +212,18 @@ CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const s
     ::dup2(devnull, 0);
     ::dup2(stdout_path.empty() ? out_fd : ::open(stdout_path.c_str(), O_WRONLY | O_CLOEXEC), 1);
     ::dup2(err_fd, 2);
+    if (tracer) ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);  // stops at the exec
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  const TraceOutcome traced = tracer ? tracer(pid) : TraceOutcome{};
+  if (stopped != nullptr) *stopped = traced.stopped;
+  if (traced.ended) {
+    status = *traced.ended;  // it ended while traced: already waited for
+  } else {
+    ::waitpid(pid, &status, 0);
+  }
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   ::lseek(out_fd, 0, SEEK_SET);
@@ -120,6 +236,8 @@ CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const s
   ::unlink(err_path.c_str());
   return r;
 }
+
+}  // namespace
 
 std::optional<std::string> node_llama_cpp_missing() {
   if (std::system("node --version >/dev/null 2>&1") != 0) return "node is not on PATH";

@@ -1,8 +1,11 @@
 // Helpers shared by the tests: where the corpus is, reading files, running the CLI.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -33,12 +36,33 @@ struct CommandResult {
   int exit_code = -1;
   std::string out;
   std::string err;
+  long max_rss_kib = 0;  // run_gguf_measured: the command's peak resident memory, in KiB
 };
 // Runs build/gguf with the given arguments (no shell), capturing stdout and stderr.
 CommandResult run_gguf(const std::vector<std::string>& args);
 // The same with stdout opened on `stdout_path` (/dev/full, a FIFO...) instead of captured; `out`
 // is then empty.
 CommandResult run_gguf_with_stdout(const std::vector<std::string>& args, const std::string& stdout_path);
+// run_gguf under ptrace, to act at an exact moment of a verb: when the process enters its `nth`
+// (1-based) system call among `syscalls` (SYS_fsync, SYS_renameat2...: <sys/syscall.h>), the call
+// not yet made, `at_stop(pid)` runs while it is stopped there (to kill it, signal it, or change the
+// files under it); then it goes on untraced. `stopped` says whether that call came. Only the main
+// thread is traced: for verbs that do their I/O on it (not quantize's workers).
+struct StoppedRun {
+  CommandResult result;
+  bool stopped = false;
+};
+StoppedRun run_gguf_stopped_at(const std::vector<std::string>& args, const std::vector<long>& syscalls, int nth,
+                               const std::function<void(pid_t)>& at_stop);
+// Why this process cannot trace its children (a seccomp profile or Yama forbids ptrace), or nullopt.
+std::optional<std::string> ptrace_missing();
+// The system calls that put a finished file under its name (rename, renameat2, link...) and the
+// ones that flush a file to disk, on this architecture, for run_gguf_stopped_at.
+std::vector<long> rename_syscalls();
+std::vector<long> fsync_syscalls();
+// run_gguf with the CLI's peak resident memory in max_rss_kib (measured by the small peak-rss
+// helper: a child forked from the test process would count the test's own pages).
+CommandResult run_gguf_measured(const std::vector<std::string>& args);
 
 // llama.cpp through node-llama-cpp's JavaScript API: the node scripts under tests/ take the
 // oracle's node_modules directory first, then their own arguments.
@@ -70,6 +94,12 @@ std::variant<GgufPy, std::string> gguf_py();
 NodeRun run_gguf_py(const GgufPy& py, const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace ggufkit::test
+
+// Skips the current test when run_gguf_stopped_at cannot trace.
+#define GGUFKIT_REQUIRE_PTRACE()                                                                   \
+  do {                                                                                             \
+    if (const auto why = ::ggufkit::test::ptrace_missing()) GTEST_SKIP() << "skipped: " << *why; \
+  } while (0)
 
 // Skips the current test when ../shared is absent.
 #define GGUFKIT_REQUIRE_SHARED()                                        \

@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <ctime>
@@ -186,26 +189,96 @@ TEST_F(OutputPolicyTest, AMissingDirectoryIsReportedAgainstTheOutput) {
 }
 
 // The temporary file of a writer killed by SIGKILL is removed by the next write of the same output;
-// one a live writer holds (flock), or one just made, stays.
-TEST_F(OutputPolicyTest, StaleTemporaryFilesOfDeadWritersAreRemoved) {
-  const auto make_temp = [&](const std::string& name, bool old) {
-    write_text(dir_ / name, "partial");
-    if (old) {
-      const timespec times[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
-      EXPECT_EQ(::utimensat(AT_FDCWD, (dir_ / name).c_str(), times, 0), 0);
+// a live writer's (it holds the lock), another output's, and a user's file that only has a
+// temporary's name (old, unlocked, even a GGUF one) stay.
+TEST_F(OutputPolicyTest, OnlyTheTemporariesOfDeadWritersAreRemoved) {
+  const fs::path out = dir_ / "out.gguf";
+  // A live writer of the output, still writing.
+  auto live = AtomicFile::create(out);
+  ASSERT_TRUE(live);
+  ASSERT_TRUE((*live)->write(std::as_bytes(std::span("GGUF live", 9))));
+  // Writers that die (SIGKILL) with their temporary half written: one of this output, one of another.
+  for (const fs::path& target : {out, dir_ / "other.gguf"}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto f = AtomicFile::create(target);
+      if (f) (void)(*f)->write(std::as_bytes(std::span("GGUF partial", 12)));
+      ::raise(SIGKILL);
     }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+  ASSERT_FALSE(fs::exists(out));
+  // A user's files named like temporaries: old, unlocked, one of them a GGUF file.
+  for (const char* name : {".out.gguf.tmp-user01", ".out.gguf.tmp-user02"}) {
+    write_text(dir_ / name, name[19] == '1' ? "GGUF my own notes" : "notes");
+    const timespec times[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, (dir_ / name).c_str(), times, 0), 0);
+  }
+  std::set<std::string> expected = {".out.gguf.tmp-user01", ".out.gguf.tmp-user02",
+                                    (*live)->temp_path().filename().string()};
+  std::string dead;
+  for (const auto& n : names_in(dir_)) {
+    if (n.starts_with(".other.gguf.tmp-")) expected.insert(n);  // another output's: not this writer's to judge
+    if (!expected.contains(n)) dead = n;
+  }
+  ASSERT_EQ(names_in(dir_).size(), 5u);  // the two dead writers', the user's two, the live one's
+  ASSERT_TRUE(dead.starts_with(".out.gguf.tmp-")) << dead;
+  ASSERT_TRUE(write_whole(out, "done"));
+  expected.insert("out.gguf");
+  EXPECT_EQ(names_in(dir_), expected);  // the dead writer's temporary is gone
+  EXPECT_EQ(read_text(dir_ / ".out.gguf.tmp-user01"), "GGUF my own notes");
+  ASSERT_TRUE((*live)->commit(false));
+  EXPECT_EQ(read_text(out), "GGUF live");
+}
+
+// Files committed as a set: a cancel up to the renames leaves none of them and no temporary.
+TEST_F(OutputPolicyTest, ASetIsCommittedWholeOrNotAtAll) {
+  const auto make_set = [&] {
+    std::vector<std::unique_ptr<AtomicFile>> files;
+    for (const char* name : {"a.bin", "b.bin", "c.bin"}) {
+      auto f = AtomicFile::create(dir_ / name, {.overwrite = false, .inputs = {}});
+      EXPECT_TRUE(f);
+      EXPECT_TRUE((*f)->write(std::as_bytes(std::span(name, 5))));
+      files.push_back(std::move(f).value());
+    }
+    return files;
   };
-  make_temp(".out.gguf.tmp-dead01", true);
-  make_temp(".out.gguf.tmp-fresh1", false);  // a live writer may not have locked it yet
-  make_temp(".out.gguf.tmp-live01", true);
-  make_temp(".other.gguf.tmp-dead02", true);  // another output's: not ours to judge
-  const int live = ::open((dir_ / ".out.gguf.tmp-live01").c_str(), O_RDONLY);
-  ASSERT_GE(live, 0);
-  ASSERT_EQ(::flock(live, LOCK_EX), 0);
-  ASSERT_TRUE(write_whole(dir_ / "out.gguf", "done"));
-  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"out.gguf", ".out.gguf.tmp-fresh1", ".out.gguf.tmp-live01",
-                                                   ".other.gguf.tmp-dead02"}));
-  ::close(live);
+  std::atomic<bool> cancel{true};
+  {
+    auto files = make_set();
+    const auto r = AtomicFile::commit_all(files, false, &cancel);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, ErrorCode::cancelled);
+  }
+  EXPECT_EQ(names_in(dir_), std::set<std::string>{});
+  // A file that appears under a name of the set after it was checked: kept, and none of the set is
+  // left (the ones renamed already are taken back).
+  {
+    auto files = make_set();
+    write_text(dir_ / "b.bin", "theirs");
+    expect_refused(AtomicFile::commit_all(files, false), ErrorCode::output_exists, dir_ / "b.bin",
+                   "already exists (--force replaces it): it appeared while this command wrote");
+  }
+  EXPECT_EQ(names_in(dir_), std::set<std::string>{"b.bin"});
+  EXPECT_EQ(read_text(dir_ / "b.bin"), "theirs");
+  fs::remove(dir_ / "b.bin");
+  cancel = false;
+  {
+    auto files = make_set();
+    ASSERT_TRUE(AtomicFile::commit_all(files, true, &cancel));
+  }
+  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"a.bin", "b.bin", "c.bin"}));
+  EXPECT_EQ(read_text(dir_ / "c.bin"), std::string("c.bin", 5));
+  // With overwrite allowed, a file that appeared is replaced, as rename(2) replaces.
+  auto f = AtomicFile::create(dir_ / "d.bin");
+  ASSERT_TRUE(f);
+  ASSERT_TRUE((*f)->write(std::as_bytes(std::span("mine", 4))));
+  write_text(dir_ / "d.bin", "theirs");
+  ASSERT_TRUE((*f)->commit(false));
+  EXPECT_EQ(read_text(dir_ / "d.bin"), "mine");
 }
 
 // zero_fill_on_bus_error (the Python module's SIGBUS handler), in a child process: a mapping read

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "ggufkit/convert.h"
+#include "ggufkit/convert_quantized.h"
 #include "ggufkit/json.h"
 #include "output.h"
 #include "quantize_flags.h"
@@ -72,7 +73,7 @@ int print_plan_json(const ggufkit::ConvertPlan& plan, std::optional<ggufkit::Ten
 }
 
 void print_plan(const ggufkit::ConvertPlan& plan, std::optional<ggufkit::TensorType> intermediate = std::nullopt) {
-  fmt::print("architecture: {} -> {}\n", plan.hf_architecture, plan.architecture);
+  fmt::print("architecture: {} -> {}\n", terminal_safe(plan.hf_architecture), plan.architecture);
   if (intermediate) fmt::print("quantized from: {} (gguf convert --outtype {}, then gguf quantize)\n", ggufkit::type_name(*intermediate), ggufkit::type_name(*intermediate));
   for (const auto& t : plan.tensors) {
     const std::string from = t.source ? std::string(ggufkit::safetensors_dtype_name(t.source->dtype)) : "generated";
@@ -115,7 +116,7 @@ int run_convert_quantized(const ConvertArgs& args, const ggufkit::ConvertOptions
     intermediate = ggufkit::parse_tensor_type(args.intermediate);
     if (!intermediate || (*intermediate != ggufkit::TensorType::F32 && *intermediate != ggufkit::TensorType::F16 &&
                           *intermediate != ggufkit::TensorType::BF16)) {
-      fmt::print(stderr, "gguf: convert: --intermediate '{}' is not f32, f16 or bf16\n", args.intermediate);
+      fmt::print(stderr, "gguf: convert: --intermediate '{}' is not f32, f16 or bf16\n", terminal_safe(args.intermediate));
       return kUsageOrIoError;
     }
   }
@@ -148,7 +149,7 @@ int run_convert_quantized(const ConvertArgs& args, const ggufkit::ConvertOptions
       status != kOk) {
     return status;
   }
-  fmt::print("{}\n", args.output);
+  fmt::print("{}\n", terminal_safe(args.output));
   return kOk;
 }
 
@@ -158,11 +159,11 @@ int run_convert(const ConvertArgs& args) {
   if (!type && !ggufkit::set_quantize_target(args.outtype, target)) {
     fmt::print(stderr, "gguf: convert: '{}' is not an output type (f32, f16, bf16, q8_0, a type ggufkit quantizes "
                        "without an importance matrix: q4_0, q4_K, q6_K..., or a quantization preset: Q4_K_M, Q8_0, "
-                       "IQ4_XS...)\n", args.outtype);
+                       "IQ4_XS...)\n", terminal_safe(args.outtype));
     return kUsageOrIoError;
   }
   if (!args.intermediate.empty() && type) {
-    fmt::print(stderr, "gguf: convert: --intermediate applies to a quantization preset, not to --outtype {}\n", args.outtype);
+    fmt::print(stderr, "gguf: convert: --intermediate applies to a quantization preset, not to --outtype {}\n", terminal_safe(args.outtype));
     return kUsageOrIoError;
   }
   ggufkit::ConvertOptions options;
@@ -202,7 +203,7 @@ int run_convert(const ConvertArgs& args) {
       status != kOk) {
     return status;
   }
-  fmt::print("{}\n", args.output);
+  fmt::print("{}\n", terminal_safe(args.output));
   return kOk;
 }
 

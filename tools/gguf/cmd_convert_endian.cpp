@@ -29,17 +29,17 @@ int run_convert_endian(const ConvertEndianArgs& args) {
   const auto from_name = ggufkit::byte_order_name(plan.from), to_name = ggufkit::byte_order_name(plan.to);
   if (plan.swaps() && !plan.unsupported.empty()) {
     fmt::print(stderr, "gguf: convert-endian: {}: {} tensor(s) have a type whose byte layout is not known:\n",
-               args.input, plan.unsupported.size());
-    for (const std::string& t : plan.unsupported) fmt::print(stderr, "  {}\n", t);
+               terminal_safe(args.input), plan.unsupported.size());
+    for (const std::string& t : plan.unsupported) fmt::print(stderr, "  {}\n", terminal_safe(t));
     return kUsageOrIoError;
   }
   if (args.dry_run) {
-    fmt::print("{}: {}-endian, {} tensors, {} of tensor data\n", args.input, from_name, input->tensors().size(),
+    fmt::print("{}: {}-endian, {} tensors, {} of tensor data\n", terminal_safe(args.input), from_name, input->tensors().size(),
                human_bytes(plan.tensor_bytes));
     if (plan.swaps()) {
-      fmt::print("would write {} as {}-endian: header, metadata and tensor data byte-swapped\n", args.output, to_name);
+      fmt::print("would write {} as {}-endian: header, metadata and tensor data byte-swapped\n", terminal_safe(args.output), to_name);
     } else {
-      fmt::print("already {}-endian: would copy it unchanged to {}\n", to_name, args.output);
+      fmt::print("already {}-endian: would copy it unchanged to {}\n", to_name, terminal_safe(args.output));
     }
     return kOk;  // main checks that stdout took it (finish_output)
   }
@@ -54,7 +54,7 @@ int run_convert_endian(const ConvertEndianArgs& args) {
       status != kOk) {
     return status;
   }
-  fmt::print("{}: {}-endian -> {}: {}-endian{}\n", args.input, from_name, args.output, to_name,
+  fmt::print("{}: {}-endian -> {}: {}-endian{}\n", terminal_safe(args.input), from_name, terminal_safe(args.output), to_name,
              plan.swaps() ? "" : " (already in that order: copied)");
   return kOk;
 }

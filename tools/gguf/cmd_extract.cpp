@@ -1,5 +1,6 @@
 // gguf extract FILE [TENSOR...] -o OUT [--type f32|f16|raw]: tensors to NumPy .npy files. FILE may be
 // the first shard of a split model: the tensors of every shard are then available.
+#include <cstdio>
 #include <filesystem>
 
 #include <map>
@@ -55,15 +56,15 @@ int run_extract(const ExtractArgs& args) {
     for (const std::string& name : args.tensors) {
       const ggufkit::ModelTensor* t = model->find_tensor(name);
       if (t == nullptr) {
-        fmt::print(stderr, "gguf: {}: no tensor named '{}'{}\n", args.file, name,
-                   ggufkit::did_you_mean(nearest_tensor(*model, name)));
+        fmt::print(stderr, "gguf: {}: no tensor named '{}'{}\n", terminal_safe(args.file), terminal_safe(name),
+                   terminal_safe(ggufkit::did_you_mean(nearest_tensor(*model, name))));
         return kUsageOrIoError;
       }
       chosen.push_back(t);
     }
   }
   if (chosen.empty()) {
-    fmt::print(stderr, "gguf: {}: the file has no tensors\n", args.file);
+    fmt::print(stderr, "gguf: {}: the file has no tensors\n", terminal_safe(args.file));
     return kUsageOrIoError;
   }
   // OUT is a directory when it is one, when it ends with '/', or when several tensors go out.
@@ -73,7 +74,7 @@ int run_extract(const ExtractArgs& args) {
   if (to_directory && !fs::is_directory(out, ec)) {
     fs::create_directories(out, ec);
     if (ec) {
-      fmt::print(stderr, "gguf: {}: cannot create the directory: {}\n", args.out, ec.message());
+      fmt::print(stderr, "gguf: {}: cannot create the directory: {}\n", terminal_safe(args.out), ec.message());
       return kUsageOrIoError;
     }
   }
@@ -106,11 +107,20 @@ int run_extract(const ExtractArgs& args) {
     }
     const ggufkit::TensorInfo& t = *chosen[i]->info;
     const fs::path& target = targets[i];
-    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false, policy); !r) {
+    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false, policy,
+                                      &interrupt_flag());
+        !r) {
+      if (r.error().code == ggufkit::ErrorCode::cancelled || interrupt_flag().load()) {
+        fmt::print(stderr, "gguf: extract: interrupted; {} of {} tensors written\n", i, chosen.size());
+        return kInterrupted;
+      }
       report_error(model->paths()[chosen[i]->shard].string(), r.error());
       return kUsageOrIoError;
     }
-    fmt::print("{}\n", terminal_safe(target.string()));
+    note_written("extract", args.out);
+    // Not fmt::print, which throws when stdout fails: the next files are still written, and the
+    // failure is reported once at the end (a warning: these files are written).
+    std::fputs((terminal_safe(target.string()) + "\n").c_str(), stdout);
     done_bytes += t.size;
     if (chosen.size() > 1) progress.item(i + 1, chosen.size(), done_bytes, all_bytes, t.name);
   }

@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "commands.h"
 #include "ggufkit/hash.h"
@@ -73,50 +72,80 @@ std::string manifest_json(const Manifest& m) {
   return out + "\n";
 }
 
-// The mismatches, one line each.
-void print_mismatches(Printer& p, const std::vector<ManifestMismatch>& mismatches) {
+// The report of a check, written to stdout as it is made: `out` (the printer's text) goes out
+// each MiB, so that a manifest of a million tensors the model lacks is never held as a report.
+struct Report {
+  std::string out;
+  int written = kOk;
+  void flush(size_t at_least) {
+    if (out.size() < at_least) return;
+    if (written == kOk) written = write_result(out);
+    out.clear();
+  }
+};
+
+// The mismatches, one line each, printed as `compare` finds them; returns how many.
+size_t print_mismatches(Printer& p, Report& report, const std::function<void(const ggufkit::MismatchHandler&)>& compare) {
+  size_t count = 0;
   p.begin_array("mismatches");
-  for (const ManifestMismatch& m : mismatches) {
+  compare([&](const ManifestMismatch& m) {
     p.begin_object().begin_line();
     p.field("kind", m.kind, m.kind);
     p.field("name", m.name, m.name.empty() ? "" : " " + shorten_for_display(m.name, 120));
     p.field("message", m.message, ": " + m.message);
     p.end_line().end_object();
-  }
+    ++count;
+    report.flush(size_t{1} << 20);
+  });
   p.end_array();
+  return count;
 }
 
-// The mismatches, then the verdict.
-void print_check(Printer& p, const std::string& file, const Manifest& expected,
-                 const std::vector<ManifestMismatch>& mismatches) {
+// The mismatches, then the verdict; the number of mismatches.
+size_t print_check(Printer& p, Report& report, const std::string& file, const Manifest& expected,
+                   const Manifest& actual) {
   p.begin_object();
-  print_mismatches(p, mismatches);
+  const size_t mismatches = print_mismatches(p, report, [&](const ggufkit::MismatchHandler& on) {
+    ggufkit::compare_manifests(expected, actual, on);
+  });
   p.begin_line();
   p.field("file", file, file);
-  p.field("ok", mismatches.empty(), mismatches.empty() ? ": OK (" : ": FAILED (");
+  p.field("ok", mismatches == 0, mismatches == 0 ? ": OK (" : ": FAILED (");
   p.field("tensors_checked", expected.tensors.size(), fmt::format("{} tensors", expected.tensors.size()));
   p.field("files_checked", expected.files.size(), fmt::format(" and {} file(s)", expected.files.size()));
   p.field("algorithm", ggufkit::digest_algorithm_name(expected.algorithm),
           fmt::format(" checked with {}", ggufkit::digest_algorithm_name(expected.algorithm)));
-  p.field("mismatch_count", mismatches.size(), ", " + plural(mismatches.size(), "mismatch", "mismatches") + ")");
+  p.field("mismatch_count", mismatches, ", " + plural(mismatches, "mismatch", "mismatches") + ")");
   p.end_line().end_object();
+  return mismatches;
 }
 
-std::optional<std::string> read_manifest_text(const std::string& path) {
+// The manifest, opened to be read line by line (the parsers stream it: memory is what its entries
+// take, whatever its size); a regular file of at most kMaxManifestBytes.
+std::optional<std::ifstream> open_manifest(const std::string& path) {
   std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size > kMaxManifestBytes) {
-    fmt::print(stderr, "gguf: {}: {}\n", path, ec ? ec.message() : "too large for a manifest");
+  const auto status = std::filesystem::status(path, ec);
+  const auto size = ec || !std::filesystem::is_regular_file(status) ? 0 : std::filesystem::file_size(path, ec);
+  if (ec || !std::filesystem::is_regular_file(status) || size > kMaxManifestBytes) {
+    fmt::print(stderr, "gguf: {}: {}\n", terminal_safe(path),
+               ec                                          ? ec.message()
+               : !std::filesystem::is_regular_file(status) ? std::string("not a regular file")
+                                                           : fmt::format("{} bytes, too large for a manifest (the limit is {})",
+                                                                         size, kMaxManifestBytes));
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   if (!in) {
-    fmt::print(stderr, "gguf: {}: cannot read\n", path);
+    fmt::print(stderr, "gguf: {}: cannot read\n", terminal_safe(path));
     return std::nullopt;
   }
-  return std::move(text).str();
+  return in;
+}
+
+// "gguf: MANIFEST: message" for a manifest the parser refused.
+int manifest_refused(const std::string& path, const ggufkit::Error& error) {
+  fmt::print(stderr, "gguf: {}: {}\n", terminal_safe(path), terminal_safe(error.message));
+  return kUsageOrIoError;
 }
 
 std::string gguf_hash_json(const ggufkit::GgufHashManifest& m) {
@@ -152,18 +181,15 @@ ggufkit::HashProgress hashing_progress(const std::string& file) {
   return [progress, file](uint64_t done, uint64_t total) { progress->bytes(done, total, file); };
 }
 
-int run_gguf_hash_check(const HashArgs& args, const std::string& text) {
+int run_gguf_hash_check(const HashArgs& args, std::istream& text) {
   auto expected = ggufkit::parse_gguf_hash(text);
-  if (!expected) {
-    fmt::print(stderr, "gguf: {}: {}\n", args.check, expected.error().message);
-    return kUsageOrIoError;
-  }
+  if (!expected) return manifest_refused(args.check, expected.error());
   const auto have = ggufkit::gguf_hash_algorithms(*expected);
   std::vector<DigestAlgorithm> use = args.gguf_hash_algorithms();
   if (use.empty()) use = {ggufkit::strongest_gguf_hash_algorithm(*expected)};
   for (const DigestAlgorithm a : use) {
     if (std::find(have.begin(), have.end(), a) == have.end()) {
-      fmt::print(stderr, "gguf hash: {} has no {} lines (it has {})\n", args.check, ggufkit::digest_algorithm_name(a),
+      fmt::print(stderr, "gguf hash: {} has no {} lines (it has {})\n", terminal_safe(args.check), ggufkit::digest_algorithm_name(a),
                  algorithm_list(have));
       return kUsageOrIoError;
     }
@@ -178,27 +204,30 @@ int run_gguf_hash_check(const HashArgs& args, const std::string& text) {
       ggufkit::gguf_hash_file(*file, args.file,
                               {.algorithms = use, .per_tensor = per_tensor, .progress = hashing_progress(args.file)},
                               ggufkit::Threads{args.threads});
-  const auto mismatches = ggufkit::compare_gguf_hash(*expected, actual);
   size_t tensors = 0;
   for (const auto& e : actual.entries) tensors += e.tensor.empty() || e.algorithm != use.front() ? 0 : 1;
   const bool model = ggufkit::has_gguf_hash_lines(*expected, use, ggufkit::GgufHashLines::model);
-  std::string out;
+  Report report;
+  size_t mismatches = 0;
   {
-    auto p = Printer::make(args.json, out);
+    auto p = Printer::make(args.json, report.out);
     p->begin_object();
-    print_mismatches(*p, mismatches);
+    mismatches = print_mismatches(*p, report, [&](const ggufkit::MismatchHandler& on) {
+      ggufkit::compare_gguf_hash(*expected, actual, on);
+    });
     p->begin_line();
     p->field("file", args.file, args.file);
-    p->field("ok", mismatches.empty(), mismatches.empty() ? ": OK (" : ": FAILED (");
+    p->field("ok", mismatches == 0, mismatches == 0 ? ": OK (" : ": FAILED (");
     p->field("tensors_checked", tensors, plural(tensors, "tensor", "tensors"));
     p->field("model_checked", model, model ? " and the model digest" : "");
     p->field("algorithms", algorithm_list(use), " checked with " + algorithm_list(use));
     p->field("manifest_format", "gguf-hash", " against a gguf-hash manifest");
-    p->field("mismatch_count", mismatches.size(), ", " + plural(mismatches.size(), "mismatch", "mismatches") + ")");
+    p->field("mismatch_count", mismatches, ", " + plural(mismatches, "mismatch", "mismatches") + ")");
     p->end_line().end_object();
   }
-  if (const int written = write_result(out); written != kOk) return written;
-  return mismatches.empty() ? kOk : kProblemFound;
+  report.flush(0);
+  if (report.written != kOk) return report.written;
+  return mismatches == 0 ? kOk : kProblemFound;
 }
 
 // gguf-hash's lines for one file.
@@ -218,30 +247,30 @@ int run_gguf_hash(const HashArgs& args) {
 
 int run_hash(const HashArgs& args) {
   if (args.format != "ggufkit" && args.format != "gguf-hash") {
-    fmt::print(stderr, "gguf hash: unknown --format '{}' (ggufkit or gguf-hash)\n", args.format);
+    fmt::print(stderr, "gguf hash: unknown --format '{}' (ggufkit or gguf-hash)\n", terminal_safe(args.format));
     return kUsageOrIoError;
   }
   auto algorithm = ggufkit::parse_digest_algorithm(args.algorithm);
   if (!algorithm || *algorithm == DigestAlgorithm::uuid) {
     fmt::print(stderr, "gguf hash: unknown algorithm '{}' (xxh64, sha1 or sha256; the model id is --uuid)\n",
-               args.algorithm);
+               terminal_safe(args.algorithm));
     return kUsageOrIoError;
   }
   std::optional<Manifest> expected;
   if (!args.check.empty()) {
-    const auto text = read_manifest_text(args.check);
+    auto text = open_manifest(args.check);
     if (!text) return kUsageOrIoError;
-    if (ggufkit::is_gguf_hash_manifest(*text)) return run_gguf_hash_check(args, *text);
+    const bool gguf_hash = ggufkit::is_gguf_hash_manifest(*text);
+    text->clear();
+    text->seekg(0);
+    if (gguf_hash) return run_gguf_hash_check(args, *text);
     if (args.gguf_hash_selected() || args.no_layer) {
       fmt::print(stderr, "gguf hash: {} is a ggufkit manifest: it is checked with its own algorithm, without "
-                         "gguf-hash's options\n", args.check);
+                         "gguf-hash's options\n", terminal_safe(args.check));
       return kUsageOrIoError;
     }
     auto parsed = ggufkit::parse_manifest(*text);
-    if (!parsed) {
-      fmt::print(stderr, "gguf: {}: {}\n", args.check, parsed.error().message);
-      return kUsageOrIoError;
-    }
+    if (!parsed) return manifest_refused(args.check, parsed.error());
     expected = std::move(parsed).value();
     algorithm = expected->algorithm;  // verify with the manifest's own algorithm
   } else if (args.gguf_hash_format()) {
@@ -254,18 +283,15 @@ int run_hash(const HashArgs& args) {
   }
   const Manifest actual =
       ggufkit::hash_model(*model, *algorithm, ggufkit::Threads{args.threads}, hashing_progress(args.file));
-  std::string out;
-  int status = kOk;
   if (expected) {
-    const auto mismatches = ggufkit::compare_manifests(*expected, actual);
-    print_check(*Printer::make(args.json, out), args.file, *expected, mismatches);
-    status = mismatches.empty() ? kOk : kProblemFound;
-  } else {
-    // A manifest is a file format (hash.h), written as the library writes it, not a report.
-    out = args.json ? manifest_json(actual) : ggufkit::format_manifest(actual);
+    Report report;
+    const size_t mismatches = print_check(*Printer::make(args.json, report.out), report, args.file, *expected, actual);
+    report.flush(0);
+    if (report.written != kOk) return report.written;
+    return mismatches == 0 ? kOk : kProblemFound;
   }
-  if (const int written = write_result(out); written != kOk) return written;
-  return status;
+  // A manifest is a file format (hash.h), written as the library writes it, not a report.
+  return write_result(args.json ? manifest_json(actual) : ggufkit::format_manifest(actual));
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ int run_merge(const MergeArgs& args) {
     return kUsageOrIoError;
   }
   if (!model->metadata_file().find(ggufkit::keys::kSplitCount)) {
-    fmt::print(stderr, "gguf: merge: {} is not a split model (it has no split.count)\n", args.first);
+    fmt::print(stderr, "gguf: merge: {} is not a split model (it has no split.count)\n", terminal_safe(args.first));
     return kUsageOrIoError;
   }
   if (!outputs_allowed({args.output}, {.overwrite = args.force, .inputs = {model->paths().begin(), model->paths().end()}})) {
@@ -60,11 +60,11 @@ int run_merge(const MergeArgs& args) {
       out = merge_json(*model, args.output, out_bytes);
     } else {
       for (size_t i = 0; i < model->shards().size(); ++i) {
-        fmt::format_to(std::back_inserter(out), "{}  {} tensors  {} ({} bytes)\n", model->paths()[i].string(),
+        fmt::format_to(std::back_inserter(out), "{}  {} tensors  {} ({} bytes)\n", terminal_safe(model->paths()[i].string()),
                        model->shards()[i].tensors().size(), human_bytes(model->shards()[i].file_size()),
                        model->shards()[i].file_size());
       }
-      fmt::format_to(std::back_inserter(out), "-> {}  {} tensors  {} ({} bytes)\n", args.output, model->tensors().size(),
+      fmt::format_to(std::back_inserter(out), "-> {}  {} tensors  {} ({} bytes)\n", terminal_safe(args.output), model->tensors().size(),
                      human_bytes(out_bytes), out_bytes);
     }
   } else {

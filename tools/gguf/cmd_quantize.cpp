@@ -56,7 +56,7 @@ int run_quantize(const QuantizeArgs& args) {
   options.dry_run = args.dry_run;
   // TYPE as llama-quantize reads it: Q4_K_M, 15, q4_K, COPY (set_quantize_target).
   if (!ggufkit::set_quantize_target(args.type, options)) {
-    fmt::print(stderr, "gguf: '{}' is not a quantization type{}\n", args.type,
+    fmt::print(stderr, "gguf: '{}' is not a quantization type{}\n", terminal_safe(args.type),
                suggestion_or(ggufkit::nearest_name(args.type, quantization_type_names(), {.fold = true}),
                              " (try q4_0, q8_0, q4_K, Q4_K_M, iq4_xs...; gguf types lists them)"));
     return kUsageOrIoError;
@@ -84,15 +84,15 @@ int run_quantize(const QuantizeArgs& args) {
   if (args.dry_run) {
     for (const auto& p : plan->tensors) {
       fmt::print("{:<40} {:>8} -> {:<8} {:>10}  {}\n", terminal_safe(p.tensor->name), ggufkit::type_name(p.tensor->type),
-                 ggufkit::type_name(p.target), short_bytes(p.bytes), p.convert ? p.note : "copied");
+                 ggufkit::type_name(p.target), short_bytes(p.bytes), p.convert ? terminal_safe(p.note) : "copied");
     }
-    for (const auto& o : options.metadata_overrides) fmt::print("metadata: {} set\n", o.key);
+    for (const auto& o : options.metadata_overrides) fmt::print("metadata: {} set\n", terminal_safe(o.key));
     if (options.importance != nullptr) {
       fmt::print("importance matrix: {} entries{}\n", importance.entries.size(),
                  importance.entries.empty() ? " (none used)" : "");
     }
     if (args.keep_split) {
-      for (const auto& out : outputs) fmt::print("output: {}\n", out.string());
+      for (const auto& out : outputs) fmt::print("output: {}\n", terminal_safe(out.string()));
     }
     if (!args.allow_requantize) {
       for (const auto& p : plan->tensors) {
@@ -123,7 +123,7 @@ int run_quantize(const QuantizeArgs& args) {
     return status;
   }
   // The output paths are the result (stdout); the figures are llama-quantize's closing report.
-  for (const auto& out : outputs) fmt::print("{}\n", out.string());
+  for (const auto& out : outputs) fmt::print("{}\n", terminal_safe(out.string()));
   if (!args.quiet) {
     print_sizes(stderr, ggufkit::quantize_sizes(*plan));
     fmt::print(stderr, "quantize time: {:.2f} s\n",

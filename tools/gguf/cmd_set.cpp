@@ -1,6 +1,10 @@
 // gguf set FILE KEY VALUE [KEY VALUE]...: set metadata values, in place when they fit.
-#include <fstream>
-#include <iterator>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -31,8 +35,53 @@ bool refuse_unknown_key(const ggufkit::GgufFile& file, const std::string& key, b
   if (ns.empty() || ggufkit::is_known_key(key, arch)) return false;
   const auto near = ggufkit::nearest_known_key(key, arch);
   fmt::print(stderr, "gguf set: {} is not a key llama.cpp or gguf-py knows in {}.*{}; give --new to add it anyway\n",
-             key, ns, ggufkit::did_you_mean(near));
+             terminal_safe(key), terminal_safe(ns), terminal_safe(ggufkit::did_you_mean(near)));
   return true;
+}
+
+// --from-file's value: the bytes of a regular file of at most kMaxStringLength (the longest string
+// the reader accepts), read straight into the value. A FIFO, a device or a directory is refused
+// before anything is read (opened without blocking, then fstat).
+std::optional<ggufkit::MetadataValue> value_from_file(const std::string& path) {
+  const auto refuse = [&](std::string_view why) {
+    fmt::print(stderr, "gguf: {}: {}\n", terminal_safe(path), why);
+    return std::nullopt;
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return refuse(fmt::format("cannot open: {}", std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return refuse(fmt::format("cannot stat: {}", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) {
+    return refuse(fmt::format("{}, not a regular file: --from-file reads a file's bytes",
+                              S_ISDIR(st.st_mode)    ? "a directory"
+                              : S_ISFIFO(st.st_mode) ? "a FIFO"
+                              : S_ISCHR(st.st_mode)  ? "a character device"
+                              : S_ISBLK(st.st_mode)  ? "a block device"
+                                                     : "a socket"));
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > ggufkit::kMaxStringLength) {
+    return refuse(fmt::format("{} bytes, over the {} byte limit of a GGUF string", size, ggufkit::kMaxStringLength));
+  }
+  auto value = ggufkit::MetadataValue::string_filled(size, [&](std::span<char> out) -> ggufkit::Expected<void> {
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        return ggufkit::make_error(ggufkit::ErrorCode::io_error, std::nullopt, {},
+                                   n < 0 ? fmt::format("read error: {}", std::strerror(errno))
+                                         : std::string("the file shrank while it was read"));
+      }
+      done += static_cast<size_t>(n);
+    }
+    return {};
+  });
+  if (!value) return refuse(value.error().message);
+  return std::move(*value);
 }
 
 // The value for KEY: the existing key's type is kept unless --type gives one; a new key's is inferred.
@@ -56,7 +105,7 @@ int run_set(SetArgs& args) {
     if (!type || *type == ggufkit::ValueType::Array) {
       static const std::vector<std::string> kTypes = {"uint8", "int8",    "uint16",  "int16", "uint32", "int32",
                                                       "uint64", "int64", "float32", "float64", "bool", "string"};
-      fmt::print(stderr, "gguf set: unknown --type '{}'{}\n", args.type,
+      fmt::print(stderr, "gguf set: unknown --type '{}'{}\n", terminal_safe(args.type),
                  suggestion_or(ggufkit::nearest_name(args.type, kTypes, {.fold = true}),
                                " (uint8, int8, uint16, int16, uint32, int32, uint64, int64, float32, float64, bool, "
                                "string; for arrays the element type)"));
@@ -91,17 +140,9 @@ int run_set(SetArgs& args) {
       fmt::print(stderr, "gguf set: --from-file sets a string\n");
       return kUsageOrIoError;
     }
-    std::ifstream in(args.from_file, std::ios::binary);
-    if (!in) {
-      fmt::print(stderr, "gguf: {}: cannot read the file\n", args.from_file);
-      return kUsageOrIoError;
-    }
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) {
-      fmt::print(stderr, "gguf: {}: read error\n", args.from_file);
-      return kUsageOrIoError;
-    }
-    changes.push_back(ggufkit::MetadataChange::set(args.pairs[0], ggufkit::MetadataValue::string(text)));
+    auto value = value_from_file(args.from_file);
+    if (!value) return kUsageOrIoError;
+    changes.push_back(ggufkit::MetadataChange::set(args.pairs[0], std::move(*value)));
   } else if (!args.json.empty()) {
     const ggufkit::KeyValue* kv = file->find(args.pairs[0]);
     auto value = ggufkit::parse_json_value(args.json, type, kv ? &kv->value : nullptr);

@@ -46,7 +46,7 @@ std::string plan_json(const std::string& input, const ggufkit::GgufFile& file, c
 std::string plan_text(const ggufkit::GgufFile& file, const ggufkit::SplitPlan& plan) {
   std::string out;
   for (const auto& s : plan.shards) {
-    fmt::format_to(std::back_inserter(out), "{}  {} tensors  {} ({} bytes)\n", s.path, s.tensor_count,
+    fmt::format_to(std::back_inserter(out), "{}  {} tensors  {} ({} bytes)\n", terminal_safe(s.path), s.tensor_count,
                    human_bytes(s.file_bytes), s.file_bytes);
   }
   fmt::format_to(std::back_inserter(out), "{} shards, {} tensors, {} ({} bytes)\n", plan.shards.size(),
@@ -59,7 +59,7 @@ int run_split(const SplitArgs& args) {
   if (!args.max_size.empty()) {
     const auto bytes = ggufkit::parse_size(args.max_size);
     if (!bytes) {
-      fmt::print(stderr, "gguf: split: {}\n", bytes.error().message);
+      fmt::print(stderr, "gguf: split: {}\n", terminal_safe(bytes.error().message));
       return kUsageOrIoError;
     }
     limits.max_bytes = *bytes;
@@ -72,7 +72,7 @@ int run_split(const SplitArgs& args) {
   const auto input = open_or_report(args.input);
   if (!input) return kUsageOrIoError;
   if (const auto count = input->get(ggufkit::keys::kSplitCount); count && count->as_uint().value_or(0) > 1) {
-    fmt::print(stderr, "gguf: split: {} is a shard of a split model; merge it first (gguf merge)\n", args.input);
+    fmt::print(stderr, "gguf: split: {} is a shard of a split model; merge it first (gguf merge)\n", terminal_safe(args.input));
     return kUsageOrIoError;
   }
   auto plan = ggufkit::plan_split(*input, args.prefix, limits);
@@ -105,7 +105,7 @@ int run_split(const SplitArgs& args) {
   if (args.json) {
     out = plan_json(args.input, *input, *plan);
   } else {
-    for (const auto& s : plan->shards) out += s.path + "\n";
+    for (const auto& s : plan->shards) out += terminal_safe(s.path) + "\n";
   }
   return write_result(out);
 }

@@ -24,6 +24,10 @@ Runner register_hash(CLI::App& app);
 Runner register_convert(CLI::App& app);
 Runner register_completion(CLI::App& app);
 Runner register_types(CLI::App& app);
+Runner register_estimate(CLI::App& app);
+// `gguf estimate` takes llama-cli's short options of several letters (-ub, -np, -ctk, -ctv, -fa,
+// -kvu), which CLI11 cannot declare: rewritten to their long names before parsing.
+void expand_llama_short_options(int argc, char** argv);
 // The presets, for `gguf quantize --help` (from the table `gguf types` prints).
 std::string quantize_presets_footer();
 

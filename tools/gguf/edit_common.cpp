@@ -88,7 +88,7 @@ bool append_extra_changes(const EditTarget& target, std::vector<MetadataChange>&
   for (const std::string& spec : target.renames) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      fmt::print(stderr, "gguf: --rename takes OLD=NEW, not '{}'\n", spec);
+      fmt::print(stderr, "gguf: --rename takes OLD=NEW, not '{}'\n", terminal_safe(spec));
       return false;
     }
     changes.push_back(MetadataChange::rename(spec.substr(0, eq), spec.substr(eq + 1)));
@@ -137,7 +137,6 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
     fmt::print(stderr, "gguf {}: --strict: nothing written\n", target.verb);
     return kUsageOrIoError;
   }
-  print_changes(*plan);
   const std::string destination = to_other ? target.output : target.file;
   std::string how;
   switch (plan->mode) {
@@ -147,8 +146,9 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
       break;
     case ggufkit::EditMode::rewrite: how = fmt::format("rewrite ({})", plan->reason); break;
   }
-  if (to_other) how = fmt::format("new file {}", target.output);
+  if (to_other) how = fmt::format("new file {}", terminal_safe(target.output));
   if (target.dry_run) {
+    print_changes(*plan);
     fmt::print("dry run, nothing written: {}\n", how);
     return kOk;
   }
@@ -160,11 +160,13 @@ int run_edit(const EditTarget& target, const ggufkit::GgufFile& file, const std:
   const Progress progress;
   apply.progress = [&progress](uint64_t done, uint64_t all) { progress.bytes(done, all, "tensor data copied"); };
   const std::string verb = target.verb.empty() ? "edit" : target.verb;
+  const bool writes = to_other || plan->mode != ggufkit::EditMode::unchanged;
   if (const int status = write_status(verb, ggufkit::apply_metadata_edit(file, target.file, *plan, destination, apply),
-                                      destination, destination);
+                                      destination, destination, writes);
       status != kOk) {
-    return status;
+    return status;  // nothing on stdout: the changes listed are the ones made
   }
+  print_changes(*plan);
   fmt::print("{}: {}\n", terminal_safe(destination), how);
   return kOk;
 }

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
       {"merge", gguf_cli::register_merge},     {"convert-endian", gguf_cli::register_convert_endian},
       {"check", gguf_cli::register_check},     {"hash", gguf_cli::register_hash},
       {"convert", gguf_cli::register_convert}, {"types", gguf_cli::register_types},
-      {"completion", gguf_cli::register_completion},
+      {"estimate", gguf_cli::register_estimate}, {"completion", gguf_cli::register_completion},
   };
   std::map<CLI::App*, gguf_cli::Runner> runners;
   auto add = [&](gguf_cli::Runner (*reg)(CLI::App&)) {
@@ -60,10 +60,19 @@ int main(int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-' && !is_verb(argv[1])) {
     std::vector<std::string> names;
     for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-    fmt::print(stderr, "gguf: unknown verb '{}'{}\n", argv[1],
+    fmt::print(stderr, "gguf: unknown verb '{}'{}\n", gguf_cli::terminal_safe(argv[1]),
                gguf_cli::suggestion_or(ggufkit::nearest_name(argv[1], names), " (see gguf --help)"));
     return gguf_cli::kUsageOrIoError;
   }
+  // CLI11's own messages quote the argument at fault: escaped as every line is (a value with ESC).
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    std::string out;
+    for (const std::string& line : CLI::detail::split(CLI::FailureMessage::simple(a, e), '\n')) {
+      if (!line.empty()) out += gguf_cli::terminal_safe(line) + "\n";
+    }
+    return out;
+  });
+  gguf_cli::expand_llama_short_options(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -75,7 +84,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ExtrasError& e) {
     // An unknown option: name the nearest of the verb's own.
     if (const auto line = gguf_cli::unknown_option_message(app)) {
-      fmt::print(stderr, "{}\n", *line);
+      fmt::print(stderr, "{}\n", gguf_cli::terminal_safe(*line));
     } else {
       app.exit(e);
     }

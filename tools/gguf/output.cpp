@@ -3,6 +3,7 @@
 #include "ggufkit/nearest.h"
 
 #include "ggufkit/json.h"
+#include "ggufkit/text.h"
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <utility>
 
 namespace gguf_cli {
 
@@ -171,8 +173,12 @@ int LongRun::finish(const ggufkit::Expected<void>& result, std::string_view outp
 }
 
 int write_status(std::string_view verb, const ggufkit::Expected<void>& result, std::string_view output,
-                 std::string_view error_file) {
-  if (result) return kOk;
+                 std::string_view error_file, bool wrote) {
+  if (result) {
+    // A signal after the rename changes nothing: the output is there, complete.
+    if (wrote) note_written(verb, output);
+    return kOk;
+  }
   if (result.error().code == ggufkit::ErrorCode::cancelled || interrupt_flag().load()) {
     fmt::print(stderr, "gguf: {}: interrupted; {} was not written\n", verb, terminal_safe(output));
     return kInterrupted;
@@ -220,9 +226,27 @@ bool outputs_allowed(const std::vector<std::filesystem::path>& outputs, const gg
   return true;
 }
 
-int output_failed(int err) {
+namespace {
+// What note_written was told: the verb and its output, once the output is committed.
+std::optional<std::pair<std::string, std::string>> g_written;
+}  // namespace
+
+void note_written(std::string_view verb, std::string_view output) {
+  g_written.emplace(std::string(verb), std::string(output));
+}
+
+int output_failed(int err, int status_when_written) {
+  const char* reason = err != 0 ? std::strerror(err) : "write error";
   // A reader that went away (`| head`) has all it wanted: no message.
-  if (err != EPIPE) fmt::print(stderr, "gguf: cannot write the output: {}\n", err != 0 ? std::strerror(err) : "write error");
+  if (g_written) {
+    if (err != EPIPE) {
+      fmt::print(stderr, "gguf: {}: warning: {} was written, but stdout failed: {}\n", g_written->first,
+                 terminal_safe(g_written->second), reason);
+    }
+    std::clearerr(stdout);
+    return status_when_written;
+  }
+  if (err != EPIPE) fmt::print(stderr, "gguf: cannot write the output: {}\n", reason);
   std::clearerr(stdout);  // reported once: finish_output does not report it again
   return kUsageOrIoError;
 }
@@ -240,7 +264,7 @@ int finish_output(int status) {
   int err = errno;
   if (std::fflush(stdout) != 0 && err == 0) err = errno;
   if (!std::ferror(stdout) && std::cout.good()) return status;
-  return output_failed(err);
+  return output_failed(err, status);
 }
 
 std::string plural(uint64_t n, std::string_view one, std::string_view many) {
@@ -270,69 +294,9 @@ std::string human_count(uint64_t n) {
   return fmt::format("{:.2f}{}", v, kUnits[unit]);
 }
 
-namespace {
+std::string shorten_for_display(std::string_view s, size_t max) { return ggufkit::display_text(s, max); }
 
-// The length of the valid UTF-8 sequence at s[i] and its code point; 0 when the bytes there are
-// not one (a stray continuation byte, a truncated or overlong sequence, a surrogate).
-size_t utf8_sequence(std::string_view s, size_t i, char32_t& cp) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  size_t n = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  cp = n == 1 ? b0 : n == 2 ? (b0 & 0x1F) : n == 3 ? (b0 & 0x0F) : (b0 & 0x07);
-  for (size_t k = 1; k < n; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-// Characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the
-// bidirectional controls that reorder what follows (a name could otherwise hide or forge text).
-bool is_terminal_control(char32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
-         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
-}  // namespace
-
-std::string shorten_for_display(std::string_view s, size_t max) {
-  std::string out;
-  size_t shown = 0;
-  for (size_t i = 0; i < s.size();) {
-    if (shown >= max) {
-      out += "…";
-      break;
-    }
-    char32_t cp = 0;
-    const size_t n = utf8_sequence(s, i, cp);
-    if (n == 0) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));  // not UTF-8: the byte
-      i += 1;
-    } else {
-      if (cp == '\n') {
-        out += "\\n";
-      } else if (cp == '\t') {
-        out += "\\t";
-      } else if (cp == '\r') {
-        out += "\\r";
-      } else if (cp < 0x80 && is_terminal_control(cp)) {
-        out += fmt::format("\\x{:02x}", static_cast<unsigned>(cp));
-      } else if (is_terminal_control(cp)) {
-        out += fmt::format("\\u{{{:04x}}}", static_cast<unsigned>(cp));
-      } else {
-        out.append(s.substr(i, n));
-      }
-      i += n;
-    }
-    ++shown;
-  }
-  return out;
-}
-
-std::string terminal_safe(std::string_view s) { return shorten_for_display(s, SIZE_MAX); }
+std::string terminal_safe(std::string_view s) { return ggufkit::display_text(s); }
 
 std::optional<std::string> nearest_key(const ggufkit::GgufFile& file, std::string_view key) {
   std::vector<std::string_view> names;

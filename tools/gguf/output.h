@@ -48,8 +48,14 @@ int write_result(std::string_view text);
 // The verb's exit status once everything it printed has reached stdout: `status`, or kUsageOrIoError
 // with one line on stderr when some output could not be written (main calls it after every verb).
 int finish_output(int status);
-// Reports that stdout failed with `err` (nothing for a closed pipe) and returns kUsageOrIoError.
-int output_failed(int err);
+// Reports that stdout failed with `err` (nothing for a closed pipe) and returns kUsageOrIoError; once
+// the verb has written its output (note_written), a warning instead, and `status_when_written`.
+int output_failed(int err, int status_when_written = kOk);
+// After a verb has committed its output: from then on a failure of stdout (printing the output's
+// path to a full disk, a closed stdout) no longer makes the exit status 2, which scripts read as
+// "nothing written"; the status stays the verb's, with one line on stderr:
+// "gguf: VERB: warning: OUTPUT was written, but stdout failed: REASON" (nothing for a closed pipe).
+void note_written(std::string_view verb, std::string_view output);
 
 // Whether progress goes to stderr: as --progress / --quiet say (add_progress_flags), else always /
 // never as the environment variable GGUFKIT_PROGRESS says ("always", "never"), else when stderr is
@@ -68,11 +74,13 @@ std::atomic<bool>& interrupt_flag();
 void watch_interrupts();
 inline constexpr int kInterrupted = 130;
 
-// The exit status of a verb that wrote `output`: 0; 130 and "gguf: VERB: interrupted; OUTPUT was not
-// written" when SIGINT/SIGTERM stopped it (watch_interrupts, the library's cancel flag
-// interrupt_flag()); else 2 with the error, reported against `error_file` unless it names its own.
+// The exit status of a verb that wrote `output`: 0 (and note_written, unless `wrote` is false: the
+// library found nothing to write); 130 and "gguf: VERB: interrupted; OUTPUT was not written" when
+// SIGINT/SIGTERM stopped it before the output was committed (watch_interrupts, the library's cancel
+// flag interrupt_flag(), which the library reads up to the rename); else 2 with the error, reported
+// against `error_file` unless it names its own.
 int write_status(std::string_view verb, const ggufkit::Expected<void>& result, std::string_view output,
-                 std::string_view error_file);
+                 std::string_view error_file, bool wrote = true);
 
 // The one progress display of every long verb: "[DONE/ALL] PCT%  ESTIMATE  WHAT", on stderr when
 // progress_enabled(). The fraction is `done_weight / all_weight` (bytes when the caller has them,

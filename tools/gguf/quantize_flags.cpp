@@ -17,7 +17,7 @@ bool parse_type_option(const char* flag, const std::string& text, std::optional<
   if (text.empty()) return true;
   out = ggufkit::parse_tensor_type(text);
   if (!out) {
-    fmt::print(stderr, "gguf: {} '{}' is not a tensor type{}\n", flag, text,
+    fmt::print(stderr, "gguf: {} '{}' is not a tensor type{}\n", flag, terminal_safe(text),
                suggestion_or(ggufkit::nearest_name(text, tensor_type_names(), {.fold = true}), " (q8_0, q6_K, f16...)"));
   }
   return out.has_value();
@@ -34,7 +34,7 @@ bool collect_tensor_types(const QuantizeFlags& flags, std::vector<ggufkit::Tenso
     }
     std::ifstream in(text);
     if (!in) {
-      fmt::print(stderr, "gguf: --tensor-type-file: cannot open {}\n", text);
+      fmt::print(stderr, "gguf: --tensor-type-file: cannot open {}\n", terminal_safe(text));
       return false;
     }
     for (std::string word; in >> word;) words.push_back(word);
@@ -42,7 +42,7 @@ bool collect_tensor_types(const QuantizeFlags& flags, std::vector<ggufkit::Tenso
   for (const auto& word : words) {
     auto o = ggufkit::parse_tensor_type_override(word);
     if (!o) {
-      fmt::print(stderr, "gguf: --tensor-type: {}\n", o.error().message);
+      fmt::print(stderr, "gguf: --tensor-type: {}\n", terminal_safe(o.error().message));
       return false;
     }
     out.push_back(std::move(*o));
@@ -94,7 +94,7 @@ bool apply_quantize_flags(const QuantizeFlags& flags, ggufkit::QuantizeOptions& 
   for (const auto& text : flags.override_kv) {
     auto o = ggufkit::parse_metadata_override(text);
     if (!o) {
-      fmt::print(stderr, "gguf: {}\n", o.error().message);
+      fmt::print(stderr, "gguf: {}\n", terminal_safe(o.error().message));
       return false;
     }
     options.metadata_overrides.push_back(std::move(*o));
