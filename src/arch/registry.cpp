@@ -73,18 +73,13 @@ const std::array kArchitectures = {
                  .swa = {.when = SwaWhen::layer_count, .period = 4, .default_window = 4096, .layer_count = 64},
                  .required_keys = kRmsEps},
     Architecture{.name = "granite", .required_keys = kGranite},
-    // source only
     Architecture{.name = "granitemoe", .required_keys = kGranite},
-    // source only
     Architecture{.name = "ernie4_5", .required_keys = kRmsEps},
-    // source only
     Architecture{.name = "ernie4_5-moe", .required_keys = kRmsEps},
-    // source only
     Architecture{.name = "hunyuan-moe", .required_keys = kExpertFfn},
     Architecture{.name = "smollm3", .required_keys = kRmsEps},
     Architecture{.name = "gpt-oss", .swa = swa_always(2), .required_keys = kGptOss},
     Architecture{.name = "seed_oss", .required_keys = kRmsEps},
-    // source only
     Architecture{.name = "minimax-m2", .required_keys = kExpertFfn},
     Architecture{.name = "mistral3", .required_keys = kRmsEps},
     // Short convolutions in the layers without KV heads (head_count_kv 0), attention in the others.
