@@ -67,8 +67,7 @@ const std::array kArchitectures = {
     Architecture{.name = "olmo2", .swa = swa_if_window(4), .required_keys = kRmsEps},
     Architecture{.name = "deepseek2", .required_keys = kDeepseek2},
     Architecture{.name = "glm4", .required_keys = kRmsEps},
-    // source only
-    Architecture{.name = "glm4moe", .required_keys = kGlm4Moe},
+    Architecture{.name = "glm4moe", .required_keys = kGlm4Moe, .skips_nextn = true},
     Architecture{.name = "exaone4",
                  .swa = {.when = SwaWhen::layer_count, .period = 4, .default_window = 4096, .layer_count = 64},
                  .required_keys = kRmsEps},

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 namespace ggufkit {
 namespace {
@@ -16,6 +17,15 @@ namespace {
 constexpr uint64_t kTensorAlignment = 32;  // ggml's TENSOR_ALIGNMENT, the CPU buffer's alignment
 constexpr uint32_t kMaxSequences = 256;    // LLAMA_MAX_SEQ
 constexpr uint64_t kCellStep = 256;        // n_ctx and the SWA cache are padded to 256 cells
+
+// The block of a tensor "blk.N.*".
+std::optional<uint32_t> block_index(std::string_view name) {
+  if (!name.starts_with("blk.")) return std::nullopt;
+  uint32_t il = 0;
+  const auto [end, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), il);
+  if (ec != std::errc{} || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  return il;
+}
 
 Error refuse(std::string message) {
   return make_error(ErrorCode::invalid_argument, std::nullopt, {}, std::move(message));
@@ -180,8 +190,14 @@ Expected<MemoryEstimate> estimate_memory(const SplitModel& model, const Estimate
     }
   }
 
-  // The model buffer: every tensor padded to the alignment, in one CPU buffer.
+  // The model buffer: every tensor padded to the alignment, in one CPU buffer (but the NextN
+  // blocks' tensors, which llama.cpp does not load).
+  const uint32_t first_nextn = static_cast<uint32_t>(hp.layers.size()) - hp.n_layer_nextn;
   for (const ModelTensor& t : model.tensors()) {
+    if (hp.entry != nullptr && hp.entry->skips_nextn && hp.n_layer_nextn > 0) {
+      const auto il = block_index(t.info->name);
+      if (il && *il >= first_nextn) continue;
+    }
     const auto bytes = pad(t.info->size, kTensorAlignment);
     const auto sum = bytes ? checked::add(e.model_bytes, *bytes) : std::nullopt;
     if (!sum) return overflow("the model buffer");

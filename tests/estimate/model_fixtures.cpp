@@ -111,6 +111,10 @@ const std::vector<ModelShape>& grid_models() {
     m.push_back({.name = "Hunyuan-A13B", .arch = "hunyuan-moe", .n_vocab = 128167, .n_embd = 4096, .n_layer = 32,
                  .n_head = 32, .n_head_kv = 8, .n_ff = 3072, .ctx_train = 32768, .head_dim = 128, .n_expert = 64,
                  .n_expert_used = 8, .n_ff_exp = 3072, .n_expert_shared = 1, .tied = true});
+    // GLM-4.5-Air: 46 layers and a NextN (multi-token prediction) block.
+    m.push_back({.name = "GLM-4.5-Air", .arch = "glm4moe", .n_vocab = 151552, .n_embd = 4096, .n_layer = 47,
+                 .n_head = 96, .n_head_kv = 8, .n_ff = 10944, .head_dim = 128, .n_expert = 128, .n_expert_used = 8,
+                 .n_ff_exp = 1408, .n_expert_shared = 1, .n_dense_lead = 1, .n_nextn = 1, .qkv_bias = true});
     m.push_back({.name = "MiniMax-M2", .arch = "minimax-m2", .n_vocab = 200064, .n_embd = 3072, .n_layer = 62,
                  .n_head = 48, .n_head_kv = 8, .n_ff = 1536, .ctx_train = 196608, .head_dim = 128, .n_expert = 256,
                  .n_expert_used = 8, .n_ff_exp = 1536});
@@ -189,6 +193,8 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   if (s.n_ff_shexp != 0) u32(a + ".expert_shared_feed_forward_length", s.n_ff_shexp);
   if (s.n_dense_lead != 0 && s.kv_lora_rank == 0) u32(a + ".leading_dense_block_count", s.n_dense_lead);
   if (a == "ernie4_5-moe") u32(a + ".interleave_moe_layer_step", 1);
+  if (s.n_nextn != 0) u32(a + ".nextn_predict_layers", s.n_nextn);
+  if (a == "glm4moe") u32(a + ".expert_shared_count", s.n_expert_shared);
   if (a == "minimax-m2") u32(a + ".expert_gating_func", 2);  // sigmoid
   if (s.sliding_window != 0) u32(a + ".attention.sliding_window", s.sliding_window);
   if (s.ssm_conv != 0) {
@@ -340,7 +346,14 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
       add(p + "attn_q_norm.weight", {q});
       add(p + "attn_k_norm.weight", {kv});
     }
-    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss" || a == "seed_oss" || a == "glm4" || post_norms) {
+    if (il + s.n_nextn >= s.n_layer && s.n_nextn != 0) {
+      add(p + "nextn.eh_proj.weight", {2 * E, E});
+      add(p + "nextn.enorm.weight", {E});
+      add(p + "nextn.hnorm.weight", {E});
+      add(p + "nextn.shared_head_norm.weight", {E});
+    }
+    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss" || a == "seed_oss" || a == "glm4" || a == "glm4moe" ||
+        post_norms) {
       add(p + "post_attention_norm.weight", {E});
     }
     if (a == "gemma2" || a == "gemma3" || a == "glm4" || post_norms) add(p + "post_ffw_norm.weight", {E});
@@ -348,7 +361,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
       add(p + "attn_sinks.weight", {s.n_head});
       add(p + "attn_output.bias", {E});
     }
-    if (a != "cohere2" && a != "command-r" && a != "gpt-oss" && a != "seed_oss" && !post_norms) {
+    if (a != "cohere2" && a != "command-r" && a != "gpt-oss" && a != "seed_oss" && a != "glm4moe" && !post_norms) {
       add(p + "ffn_norm.weight", {E});
     }
     const bool moe = s.n_expert != 0 && il >= s.n_dense_lead;
@@ -367,7 +380,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
     add(p + "ffn_gate_exps.weight", {E, ff, X});
     add(p + "ffn_up_exps.weight", {E, ff, X});
     add(p + "ffn_down_exps.weight", {ff, E, X});
-    if (a == "minimax-m2") add(p + "exp_probs_b.bias", {X});
+    if (a == "minimax-m2" || a == "glm4moe") add(p + "exp_probs_b.bias", {X});
     if (a == "gpt-oss") {
       add(p + "ffn_gate_inp.bias", {X});
       add(p + "ffn_gate_exps.bias", {ff, X});
