@@ -54,7 +54,6 @@ const std::array kArchitectures = {
     // Gated DeltaNet layers (recurrent, the SSM state rows) between full-attention layers: every
     // full_attention_interval-th layer (4 by default) attends, or attention.recurrent_layers says.
     Architecture{.name = "qwen35", .memory = Memory::hybrid, .state = State::ssm, .required_keys = kQwen35},
-    // source only
     Architecture{.name = "qwen35moe", .memory = Memory::hybrid, .state = State::ssm, .required_keys = kQwen35},
     // Phi-3's sliding window is disabled in llama.cpp (its load_arch_hparams sets none).
     Architecture{.name = "phi3", .required_keys = kRmsEps},

@@ -125,6 +125,11 @@ const std::vector<ModelShape>& grid_models() {
     m.push_back({.name = "Qwen3.5-hybrid", .arch = "qwen35", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48,
                  .n_head = 16, .n_head_kv = 2, .n_ff = 5120, .ctx_train = 262144, .head_dim = 256, .ssm_conv = 4,
                  .ssm_inner = 4096, .ssm_state = 128, .ssm_dt_rank = 32, .ssm_groups = 16});
+    // Qwen3-Next-80B-A3B's shapes as qwen35moe: 512 experts of 512, 10 used, one shared.
+    m.push_back({.name = "Qwen3.5-MoE-hybrid", .arch = "qwen35moe", .n_vocab = 151936, .n_embd = 2048,
+                 .n_layer = 48, .n_head = 16, .n_head_kv = 2, .n_ff = 5120, .ctx_train = 262144, .head_dim = 256,
+                 .n_expert = 512, .n_expert_used = 10, .n_ff_exp = 512, .n_ff_shexp = 512, .ssm_conv = 4,
+                 .ssm_inner = 4096, .ssm_state = 128, .ssm_dt_rank = 32, .ssm_groups = 16});
     return m;
   }();
   return models;
@@ -204,7 +209,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
     u32(a + ".ssm.time_step_rank", s.ssm_dt_rank);
     u32(a + ".ssm.group_count", s.ssm_groups);
   }
-  if (a == "qwen35") {
+  if (a == "qwen35" || a == "qwen35moe") {
     (void)b.set(a + ".rope.dimension_sections", MetadataValue::array(std::vector<int32_t>{11, 11, 10, 0}));
     u32(a + ".full_attention_interval", 4);
   }
@@ -276,7 +281,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
       add(p + "ssm_out.weight", {s.ssm_inner, E});
       continue;
     }
-    if (a == "qwen35") {
+    if (a == "qwen35" || a == "qwen35moe") {
       add(p + "post_attention_norm.weight", {E});
       if ((il + 1) % 4 == 0) {
         add(p + "attn_q.weight", {E, 2 * q});
@@ -296,6 +301,18 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
         add(p + "ssm_alpha.weight", {E, s.ssm_dt_rank});
         add(p + "ssm_norm.weight", {s.ssm_state});
         add(p + "ssm_out.weight", {value_dim, E});
+      }
+      if (a == "qwen35moe") {
+        const int64_t X = s.n_expert, ff = s.n_ff_exp, sh = s.n_ff_shexp;
+        add(p + "ffn_gate_inp.weight", {E, X});
+        add(p + "ffn_gate_exps.weight", {E, ff, X});
+        add(p + "ffn_up_exps.weight", {E, ff, X});
+        add(p + "ffn_down_exps.weight", {ff, E, X});
+        add(p + "ffn_gate_inp_shexp.weight", {E});
+        add(p + "ffn_gate_shexp.weight", {E, sh});
+        add(p + "ffn_up_shexp.weight", {E, sh});
+        add(p + "ffn_down_shexp.weight", {sh, E});
+        continue;
       }
       add(p + "ffn_gate.weight", {E, s.n_ff});
       add(p + "ffn_up.weight", {E, s.n_ff});
