@@ -41,7 +41,6 @@ constexpr SwaRule swa_if_window(uint32_t period) { return {.when = SwaWhen::wind
 // llama.cpp's source, not yet in the grid (no fixture of their tensors yet).
 const std::array kArchitectures = {
     Architecture{.name = "llama", .required_keys = kRmsEps},
-    // source only
     Architecture{.name = "llama4",
                  .swa = {.when = SwaWhen::unless_window_zero, .type = SwaType::chunked, .period = 4,
                          .default_window = 8192, .window_forced = true},

@@ -125,6 +125,11 @@ const std::vector<ModelShape>& grid_models() {
     m.push_back({.name = "Qwen3.5-hybrid", .arch = "qwen35", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48,
                  .n_head = 16, .n_head_kv = 2, .n_ff = 5120, .ctx_train = 262144, .head_dim = 256, .ssm_conv = 4,
                  .ssm_inner = 4096, .ssm_state = 128, .ssm_dt_rank = 32, .ssm_groups = 16});
+    // Llama-4-Scout-17B-16E: every layer MoE (interleave step 1) with a shared expert, chunked
+    // attention of 8192 tokens in 3 layers of 4 (context_length lowered from its 10M).
+    m.push_back({.name = "Llama-4-Scout", .arch = "llama4", .n_vocab = 202048, .n_embd = 5120, .n_layer = 48,
+                 .n_head = 40, .n_head_kv = 8, .n_ff = 16384, .head_dim = 128, .n_expert = 16, .n_expert_used = 1,
+                 .n_ff_exp = 8192, .n_ff_shexp = 8192, .sliding_window = 8192});
     // Qwen3-Next-80B-A3B's shapes as qwen35moe: 512 experts of 512, 10 used, one shared.
     m.push_back({.name = "Qwen3.5-MoE-hybrid", .arch = "qwen35moe", .n_vocab = 151936, .n_embd = 2048,
                  .n_layer = 48, .n_head = 16, .n_head_kv = 2, .n_ff = 5120, .ctx_train = 262144, .head_dim = 256,
@@ -197,7 +202,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   }
   if (s.n_ff_shexp != 0) u32(a + ".expert_shared_feed_forward_length", s.n_ff_shexp);
   if (s.n_dense_lead != 0 && s.kv_lora_rank == 0) u32(a + ".leading_dense_block_count", s.n_dense_lead);
-  if (a == "ernie4_5-moe") u32(a + ".interleave_moe_layer_step", 1);
+  if (a == "ernie4_5-moe" || a == "llama4") u32(a + ".interleave_moe_layer_step", 1);
   if (s.n_nextn != 0) u32(a + ".nextn_predict_layers", s.n_nextn);
   if (a == "glm4moe") u32(a + ".expert_shared_count", s.n_expert_shared);
   if (a == "minimax-m2") u32(a + ".expert_gating_func", 2);  // sigmoid
