@@ -68,6 +68,9 @@ struct Architecture {
   std::span<const std::string_view> required_keys{};
   bool causal = true;  // attention.causal's default
   bool gated_ffn = true;  // gate, up and down (SwiGLU/GeGLU); false: up and down (bert's GELU)
+  // The NextN (multi-token prediction) blocks, the last nextn_predict_layers of block_count, are not
+  // loaded (llama.cpp skips their tensors unless asked for MTP); their KV cache rows still are.
+  bool skips_nextn = false;
 };
 
 // Every architecture of the registry, in llama-arch.cpp's order.
@@ -101,6 +104,7 @@ struct Hyperparameters {
   SwaType swa_type = SwaType::none;
   uint32_t n_swa = 0;         // the window, in tokens
   std::vector<Layer> layers;  // every layer (block_count, NextN layers included)
+  uint32_t n_layer_nextn = 0; // nextn_predict_layers: the last of `layers` that are NextN blocks
   // For the compute buffer's estimate: the feed-forward widths (the largest layer's).
   uint32_t n_ff = 0;          // feed_forward_length
   uint32_t n_expert = 0;      // expert_count

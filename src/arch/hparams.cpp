@@ -216,6 +216,11 @@ Expected<Hyperparameters> derive_hyperparameters(const GgufFile& file, const Der
   }
   hp.n_ctx_train = n_ctx_train;
   hp.n_embd = n_embd;
+  GGUFKIT_TRY(n_nextn, keys.u32("nextn_predict_layers"));
+  hp.n_layer_nextn = n_nextn.value_or(0);
+  if (hp.n_layer_nextn > n_layer) {
+    return bad(keys.key("nextn_predict_layers"), fmt::format("is {}, above block_count {}", hp.n_layer_nextn, n_layer));
+  }
   GGUFKIT_TRY(causal, keys.boolean("attention.causal"));
   hp.causal = causal.value_or(true);
 

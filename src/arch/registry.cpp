@@ -41,7 +41,6 @@ constexpr SwaRule swa_if_window(uint32_t period) { return {.when = SwaWhen::wind
 // llama.cpp's source, not yet in the grid (no fixture of their tensors yet).
 const std::array kArchitectures = {
     Architecture{.name = "llama", .required_keys = kRmsEps},
-    // source only
     Architecture{.name = "llama4",
                  .swa = {.when = SwaWhen::unless_window_zero, .type = SwaType::chunked, .period = 4,
                          .default_window = 8192, .window_forced = true},
@@ -54,7 +53,6 @@ const std::array kArchitectures = {
     // Gated DeltaNet layers (recurrent, the SSM state rows) between full-attention layers: every
     // full_attention_interval-th layer (4 by default) attends, or attention.recurrent_layers says.
     Architecture{.name = "qwen35", .memory = Memory::hybrid, .state = State::ssm, .required_keys = kQwen35},
-    // source only
     Architecture{.name = "qwen35moe", .memory = Memory::hybrid, .state = State::ssm, .required_keys = kQwen35},
     // Phi-3's sliding window is disabled in llama.cpp (its load_arch_hparams sets none).
     Architecture{.name = "phi3", .required_keys = kRmsEps},
@@ -67,24 +65,18 @@ const std::array kArchitectures = {
     Architecture{.name = "olmo2", .swa = swa_if_window(4), .required_keys = kRmsEps},
     Architecture{.name = "deepseek2", .required_keys = kDeepseek2},
     Architecture{.name = "glm4", .required_keys = kRmsEps},
-    // source only
-    Architecture{.name = "glm4moe", .required_keys = kGlm4Moe},
+    Architecture{.name = "glm4moe", .required_keys = kGlm4Moe, .skips_nextn = true},
     Architecture{.name = "exaone4",
                  .swa = {.when = SwaWhen::layer_count, .period = 4, .default_window = 4096, .layer_count = 64},
                  .required_keys = kRmsEps},
     Architecture{.name = "granite", .required_keys = kGranite},
-    // source only
     Architecture{.name = "granitemoe", .required_keys = kGranite},
-    // source only
     Architecture{.name = "ernie4_5", .required_keys = kRmsEps},
-    // source only
     Architecture{.name = "ernie4_5-moe", .required_keys = kRmsEps},
-    // source only
     Architecture{.name = "hunyuan-moe", .required_keys = kExpertFfn},
     Architecture{.name = "smollm3", .required_keys = kRmsEps},
     Architecture{.name = "gpt-oss", .swa = swa_always(2), .required_keys = kGptOss},
     Architecture{.name = "seed_oss", .required_keys = kRmsEps},
-    // source only
     Architecture{.name = "minimax-m2", .required_keys = kExpertFfn},
     Architecture{.name = "mistral3", .required_keys = kRmsEps},
     // Short convolutions in the layers without KV heads (head_count_kv 0), attention in the others.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 namespace ggufkit {
 namespace {
@@ -16,6 +17,15 @@ namespace {
 constexpr uint64_t kTensorAlignment = 32;  // ggml's TENSOR_ALIGNMENT, the CPU buffer's alignment
 constexpr uint32_t kMaxSequences = 256;    // LLAMA_MAX_SEQ
 constexpr uint64_t kCellStep = 256;        // n_ctx and the SWA cache are padded to 256 cells
+
+// The block of a tensor "blk.N.*".
+std::optional<uint32_t> block_index(std::string_view name) {
+  if (!name.starts_with("blk.")) return std::nullopt;
+  uint32_t il = 0;
+  const auto [end, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), il);
+  if (ec != std::errc{} || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  return il;
+}
 
 Error refuse(std::string message) {
   return make_error(ErrorCode::invalid_argument, std::nullopt, {}, std::move(message));
@@ -72,7 +82,7 @@ Expected<CacheEstimate> kv_cache(const arch::Hyperparameters& hp, bool swa_layer
 //   without flash attention, the KQ matrix of the largest cache (n_kv x ubatch x n_head, F32) and
 //   about 5.5 rows of n_embd (for MLA three rows of its expanded heads and an F16 view of the cache);
 // - a layer's feed-forward: the masks and the gate, up and activation rows (the experts used, for
-//   MoE) with four rows of n_embd.
+//   MoE, and their down projections when those are wider) with four rows of n_embd.
 std::optional<uint64_t> compute_estimate(const arch::Hyperparameters& hp, const MemoryEstimate& e) {
   const double row = double(e.n_ubatch) * 4.0;  // one F32 value per token of the ubatch
   // An encoder (no memory: bert, nomic-bert) pools embeddings instead of computing logits, and
@@ -98,7 +108,11 @@ std::optional<uint64_t> compute_estimate(const arch::Hyperparameters& hp, const 
   const double ff = hp.n_expert > 0 ? double(hp.n_ff_exp > 0 ? hp.n_ff_exp : hp.n_ff) * std::max<uint32_t>(1, hp.n_expert_used)
                                     : double(hp.n_ff);
   const bool gated = hp.entry == nullptr || hp.entry->gated_ffn;
-  const double ffn = masks + row * (gated ? 3.0 * ff + 4.0 * hp.n_embd : ff + 2.0 * hp.n_embd);
+  // An MoE layer whose used experts are narrower than their outputs (granitemoe: 8 x 512 against
+  // 8 x 1536) also holds each used expert's down projection (n_embd rows) before their sum.
+  const double down = double(hp.n_embd) * hp.n_expert_used;
+  const double experts_out = hp.n_expert > 0 && down > ff ? down : 0.0;
+  const double ffn = masks + row * ((gated ? 3.0 * ff + 4.0 * hp.n_embd : ff + 2.0 * hp.n_embd) + experts_out);
   double attention = 0;
   if (!e.flash_attn && n_kv_max > 0) {
     // MLA attends over the compressed row: its expanded heads (three rows of n_head x the row) and
@@ -176,8 +190,14 @@ Expected<MemoryEstimate> estimate_memory(const SplitModel& model, const Estimate
     }
   }
 
-  // The model buffer: every tensor padded to the alignment, in one CPU buffer.
+  // The model buffer: every tensor padded to the alignment, in one CPU buffer (but the NextN
+  // blocks' tensors, which llama.cpp does not load).
+  const uint32_t first_nextn = static_cast<uint32_t>(hp.layers.size()) - hp.n_layer_nextn;
   for (const ModelTensor& t : model.tensors()) {
+    if (hp.entry != nullptr && hp.entry->skips_nextn && hp.n_layer_nextn > 0) {
+      const auto il = block_index(t.info->name);
+      if (il && *il >= first_nextn) continue;
+    }
     const auto bytes = pad(t.info->size, kTensorAlignment);
     const auto sum = bytes ? checked::add(e.model_bytes, *bytes) : std::nullopt;
     if (!sum) return overflow("the model buffer");

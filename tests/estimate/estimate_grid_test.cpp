@@ -75,7 +75,9 @@ TEST(EstimateGrid, ModelContextAndOutputBytesEqualLlamaCppOnEveryRow) {
 // that a regression fails and an improvement shows: MLA's attention (DeepSeek-V2-Lite), Gemma 3 with
 // a full-size SWA cache at 128k, Phi-3's fused feed-forward at 4k, gpt-oss's sinks, Granite at
 // 32k with 1024-token ubatches, the encoders' feed-forward (bge, nomic-embed), qwen35's
-// mask that outlives the last layer at 128k with flash attention, LFM2's short convolutions.
+// mask that outlives the last layer at 128k with flash attention, LFM2's short convolutions, and
+// GLM-4.5-Air, qwen35moe, Llama 4 Scout, ERNIE 4.5 and Hunyuan-A13B (tied embeddings with a large vocabulary: llama.cpp's peak is about ten
+// rows of n_embd above the logits, not yet explained).
 TEST(EstimateGrid, ComputeBytesWithinTolerance) {
   const std::map<std::string, std::pair<double, double>> exceptions = {
       {"DeepSeek-V2-Lite", {0.14, 0.15}},
@@ -87,6 +89,12 @@ TEST(EstimateGrid, ComputeBytesWithinTolerance) {
       {"nomic-embed-text-v1.5", {0.14, 0.15}},
       {"Qwen3.5-hybrid", {0.30, 0.15}},
       {"LFM2-1.2B", {0.06, 0.15}},
+      {"ERNIE-4.5-0.3B", {0.06, 0.15}},
+      {"ERNIE-4.5-21B-A3B", {0.18, 0.18}},
+      {"Hunyuan-A13B", {0.25, 0.25}},
+      {"GLM-4.5-Air", {0.07, 0.15}},
+      {"Qwen3.5-MoE-hybrid", {0.11, 0.15}},
+      {"Llama-4-Scout", {0.09, 0.15}},
   };
   const auto rows = grid();
   std::map<std::string, std::pair<double, double>> worst;

@@ -245,6 +245,8 @@ TEST(EstimateRefuses, MissingZeroAndWrongTypedKeys) {
   EXPECT_EQ(e.describe(), "'llama.attention.head_count_kv': has 3 elements, llama.cpp expects one per layer (2)");
   e = with([](auto& b) { (void)b.set("llama.attention.key_length", MetadataValue::of<float>(64.0f)); }, "float-key");
   EXPECT_EQ(e.describe(), "'llama.attention.key_length': is a float32, llama.cpp reads a uint32");
+  e = with([](auto& b) { (void)b.set("llama.nextn_predict_layers", MetadataValue::of<uint32_t>(3)); }, "nextn");
+  EXPECT_EQ(e.describe(), "'llama.nextn_predict_layers': is 3, above block_count 2");
   e = with([](auto& b) { b.remove("tokenizer.ggml.tokens"); }, "no-tokens");
   EXPECT_EQ(e.describe(), "'tokenizer.ggml.tokens': is missing or not an array of strings: the output buffer is sized by it");
 }

@@ -98,12 +98,42 @@ const std::vector<ModelShape>& grid_models() {
     m.push_back({.name = "LFM2-1.2B", .arch = "lfm2", .n_vocab = 65536, .n_embd = 2048, .n_layer = 16, .n_head = 32,
                  .n_head_kv = 8, .n_ff = 8192, .ctx_train = 128000, .attention_layers = {2, 5, 8, 10, 12, 14},
                  .shortconv_l_cache = 3, .tied = true});
+    m.push_back({.name = "ERNIE-4.5-0.3B", .arch = "ernie4_5", .n_vocab = 103424, .n_embd = 1024, .n_layer = 18,
+                 .n_head = 16, .n_head_kv = 2, .n_ff = 3072, .head_dim = 128, .tied = true});
+    // ERNIE-4.5-21B-A3B: a dense first layer, then experts with two shared ones in every layer.
+    m.push_back({.name = "ERNIE-4.5-21B-A3B", .arch = "ernie4_5-moe", .n_vocab = 103424, .n_embd = 2560,
+                 .n_layer = 28, .n_head = 20, .n_head_kv = 4, .n_ff = 12288, .head_dim = 128, .n_expert = 64,
+                 .n_expert_used = 6, .n_ff_exp = 1536, .n_ff_shexp = 3072, .n_dense_lead = 1, .tied = true});
+    // granite-3.1-3b-a800m: the experts' width is feed_forward_length.
+    m.push_back({.name = "Granite-3.1-3B-A800M", .arch = "granitemoe", .n_vocab = 49155, .n_embd = 1536,
+                 .n_layer = 32, .n_head = 24, .n_head_kv = 8, .n_ff = 512, .n_expert = 40, .n_expert_used = 8,
+                 .tied = true});
+    m.push_back({.name = "Hunyuan-A13B", .arch = "hunyuan-moe", .n_vocab = 128167, .n_embd = 4096, .n_layer = 32,
+                 .n_head = 32, .n_head_kv = 8, .n_ff = 3072, .ctx_train = 32768, .head_dim = 128, .n_expert = 64,
+                 .n_expert_used = 8, .n_ff_exp = 3072, .n_expert_shared = 1, .tied = true});
+    // GLM-4.5-Air: 46 layers and a NextN (multi-token prediction) block.
+    m.push_back({.name = "GLM-4.5-Air", .arch = "glm4moe", .n_vocab = 151552, .n_embd = 4096, .n_layer = 47,
+                 .n_head = 96, .n_head_kv = 8, .n_ff = 10944, .head_dim = 128, .n_expert = 128, .n_expert_used = 8,
+                 .n_ff_exp = 1408, .n_expert_shared = 1, .n_dense_lead = 1, .n_nextn = 1, .qkv_bias = true});
+    m.push_back({.name = "MiniMax-M2", .arch = "minimax-m2", .n_vocab = 200064, .n_embd = 3072, .n_layer = 62,
+                 .n_head = 48, .n_head_kv = 8, .n_ff = 1536, .ctx_train = 196608, .head_dim = 128, .n_expert = 256,
+                 .n_expert_used = 8, .n_ff_exp = 1536});
     m.push_back({.name = "Mamba2-2.7B", .arch = "mamba2", .n_vocab = 50288, .n_embd = 2560, .n_layer = 64,
                  .n_head = 0, .n_head_kv = 0, .n_ff = 0, .ctx_train = 1048576, .ssm_conv = 4, .ssm_inner = 5120,
                  .ssm_state = 128, .ssm_dt_rank = 80, .ssm_groups = 1});
     // Qwen3-Next-80B's attention and gated DeltaNet shapes with a dense feed-forward (qwen35).
     m.push_back({.name = "Qwen3.5-hybrid", .arch = "qwen35", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48,
                  .n_head = 16, .n_head_kv = 2, .n_ff = 5120, .ctx_train = 262144, .head_dim = 256, .ssm_conv = 4,
+                 .ssm_inner = 4096, .ssm_state = 128, .ssm_dt_rank = 32, .ssm_groups = 16});
+    // Llama-4-Scout-17B-16E: every layer MoE (interleave step 1) with a shared expert, chunked
+    // attention of 8192 tokens in 3 layers of 4 (context_length lowered from its 10M).
+    m.push_back({.name = "Llama-4-Scout", .arch = "llama4", .n_vocab = 202048, .n_embd = 5120, .n_layer = 48,
+                 .n_head = 40, .n_head_kv = 8, .n_ff = 16384, .head_dim = 128, .n_expert = 16, .n_expert_used = 1,
+                 .n_ff_exp = 8192, .n_ff_shexp = 8192, .sliding_window = 8192});
+    // Qwen3-Next-80B-A3B's shapes as qwen35moe: 512 experts of 512, 10 used, one shared.
+    m.push_back({.name = "Qwen3.5-MoE-hybrid", .arch = "qwen35moe", .n_vocab = 151936, .n_embd = 2048,
+                 .n_layer = 48, .n_head = 16, .n_head_kv = 2, .n_ff = 5120, .ctx_train = 262144, .head_dim = 256,
+                 .n_expert = 512, .n_expert_used = 10, .n_ff_exp = 512, .n_ff_shexp = 512, .ssm_conv = 4,
                  .ssm_inner = 4096, .ssm_state = 128, .ssm_dt_rank = 32, .ssm_groups = 16});
     return m;
   }();
@@ -141,7 +171,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
   const bool bert = a == "bert" || a == "nomic-bert";
   const bool layer_norm = a == "cohere2" || a == "command-r" || bert;
   f32(a + (layer_norm ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"), 1e-6f);
-  if (a == "cohere2" || a == "granite" || a == "command-r") f32(a + ".logit_scale", 0.25f);
+  if (a == "cohere2" || a == "granite" || a == "granitemoe" || a == "command-r") f32(a + ".logit_scale", 0.25f);
   if (bert) {
     (void)b.set(a + ".attention.causal", MetadataValue::of(false));
     u32(a + ".pooling_type", 2);
@@ -170,6 +200,12 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
     u32(a + ".expert_used_count", s.n_expert_used);
     if (s.n_ff_exp != 0) u32(a + ".expert_feed_forward_length", s.n_ff_exp);
   }
+  if (s.n_ff_shexp != 0) u32(a + ".expert_shared_feed_forward_length", s.n_ff_shexp);
+  if (s.n_dense_lead != 0 && s.kv_lora_rank == 0) u32(a + ".leading_dense_block_count", s.n_dense_lead);
+  if (a == "ernie4_5-moe" || a == "llama4") u32(a + ".interleave_moe_layer_step", 1);
+  if (s.n_nextn != 0) u32(a + ".nextn_predict_layers", s.n_nextn);
+  if (a == "glm4moe") u32(a + ".expert_shared_count", s.n_expert_shared);
+  if (a == "minimax-m2") u32(a + ".expert_gating_func", 2);  // sigmoid
   if (s.sliding_window != 0) u32(a + ".attention.sliding_window", s.sliding_window);
   if (s.ssm_conv != 0) {
     u32(a + ".ssm.conv_kernel", s.ssm_conv);
@@ -178,7 +214,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
     u32(a + ".ssm.time_step_rank", s.ssm_dt_rank);
     u32(a + ".ssm.group_count", s.ssm_groups);
   }
-  if (a == "qwen35") {
+  if (a == "qwen35" || a == "qwen35moe") {
     (void)b.set(a + ".rope.dimension_sections", MetadataValue::array(std::vector<int32_t>{11, 11, 10, 0}));
     u32(a + ".full_attention_interval", 4);
   }
@@ -250,7 +286,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
       add(p + "ssm_out.weight", {s.ssm_inner, E});
       continue;
     }
-    if (a == "qwen35") {
+    if (a == "qwen35" || a == "qwen35moe") {
       add(p + "post_attention_norm.weight", {E});
       if ((il + 1) % 4 == 0) {
         add(p + "attn_q.weight", {E, 2 * q});
@@ -270,6 +306,18 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
         add(p + "ssm_alpha.weight", {E, s.ssm_dt_rank});
         add(p + "ssm_norm.weight", {s.ssm_state});
         add(p + "ssm_out.weight", {value_dim, E});
+      }
+      if (a == "qwen35moe") {
+        const int64_t X = s.n_expert, ff = s.n_ff_exp, sh = s.n_ff_shexp;
+        add(p + "ffn_gate_inp.weight", {E, X});
+        add(p + "ffn_gate_exps.weight", {E, ff, X});
+        add(p + "ffn_up_exps.weight", {E, ff, X});
+        add(p + "ffn_down_exps.weight", {ff, E, X});
+        add(p + "ffn_gate_inp_shexp.weight", {E});
+        add(p + "ffn_gate_shexp.weight", {E, sh});
+        add(p + "ffn_up_shexp.weight", {E, sh});
+        add(p + "ffn_down_shexp.weight", {sh, E});
+        continue;
       }
       add(p + "ffn_gate.weight", {E, s.n_ff});
       add(p + "ffn_up.weight", {E, s.n_ff});
@@ -312,15 +360,22 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
       }
       add(p + "attn_output.weight", {q, E});
     }
-    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "exaone4") {
+    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "exaone4" || a == "hunyuan-moe") {
       add(p + "attn_q_norm.weight", {head_k});
       add(p + "attn_k_norm.weight", {head_k});
     }
-    if (a == "olmo2") {
+    if (a == "olmo2" || a == "minimax-m2") {
       add(p + "attn_q_norm.weight", {q});
       add(p + "attn_k_norm.weight", {kv});
     }
-    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss" || a == "seed_oss" || a == "glm4" || post_norms) {
+    if (il + s.n_nextn >= s.n_layer && s.n_nextn != 0) {
+      add(p + "nextn.eh_proj.weight", {2 * E, E});
+      add(p + "nextn.enorm.weight", {E});
+      add(p + "nextn.hnorm.weight", {E});
+      add(p + "nextn.shared_head_norm.weight", {E});
+    }
+    if (a == "gemma2" || a == "gemma3" || a == "gpt-oss" || a == "seed_oss" || a == "glm4" || a == "glm4moe" ||
+        post_norms) {
       add(p + "post_attention_norm.weight", {E});
     }
     if (a == "gemma2" || a == "gemma3" || a == "glm4" || post_norms) add(p + "post_ffw_norm.weight", {E});
@@ -328,7 +383,7 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
       add(p + "attn_sinks.weight", {s.n_head});
       add(p + "attn_output.bias", {E});
     }
-    if (a != "cohere2" && a != "command-r" && a != "gpt-oss" && a != "seed_oss" && !post_norms) {
+    if (a != "cohere2" && a != "command-r" && a != "gpt-oss" && a != "seed_oss" && a != "glm4moe" && !post_norms) {
       add(p + "ffn_norm.weight", {E});
     }
     const bool moe = s.n_expert != 0 && il >= s.n_dense_lead;
@@ -347,14 +402,15 @@ GgufBuilder sparse_model_builder(const ModelShape& s) {
     add(p + "ffn_gate_exps.weight", {E, ff, X});
     add(p + "ffn_up_exps.weight", {E, ff, X});
     add(p + "ffn_down_exps.weight", {ff, E, X});
+    if (a == "minimax-m2" || a == "glm4moe") add(p + "exp_probs_b.bias", {X});
     if (a == "gpt-oss") {
       add(p + "ffn_gate_inp.bias", {X});
       add(p + "ffn_gate_exps.bias", {ff, X});
       add(p + "ffn_up_exps.bias", {ff, X});
       add(p + "ffn_down_exps.bias", {E, X});
     }
-    if (s.n_expert_shared != 0) {
-      const int64_t sh = ff * s.n_expert_shared;
+    if (s.n_expert_shared != 0 || s.n_ff_shexp != 0) {
+      const int64_t sh = s.n_ff_shexp != 0 ? int64_t{s.n_ff_shexp} : ff * s.n_expert_shared;
       add(p + "ffn_gate_shexp.weight", {E, sh});
       add(p + "ffn_up_shexp.weight", {E, sh});
       add(p + "ffn_down_shexp.weight", {sh, E});

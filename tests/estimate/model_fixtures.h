@@ -25,6 +25,7 @@ struct ModelShape {
   uint32_t ssm_conv = 0, ssm_inner = 0, ssm_state = 0, ssm_dt_rank = 0, ssm_groups = 0;  // Mamba-2, gated DeltaNet
   std::vector<uint32_t> attention_layers;  // LFM2: the layers with KV heads (head_count_kv per layer)
   uint32_t shortconv_l_cache = 0;
+  uint32_t n_nextn = 0;  // nextn_predict_layers: the last n_nextn of n_layer blocks are NextN (MTP) layers
   bool qkv_bias = false;
   bool tied = false;  // no output.weight
 };
