@@ -6,7 +6,7 @@
 #   cmake -DROOT=<a tree with src/ and include/ggufkit/> [-DSTAMP=<file to touch on success>] -P CheckLayers.cmake
 
 # Lowest first. Each layer may include the ones before it.
-set(LAYERS format io reader writer meta quant endian edit split hash diff check extract quantize convert)
+set(LAYERS format io reader writer meta quant endian edit split hash diff check extract quantize convert remote)
 
 # The public headers, by the layer that implements them.
 set(HEADERS_format error format tensor_types threads value sink block_layout nearest)
@@ -24,6 +24,7 @@ set(HEADERS_check check)
 set(HEADERS_extract extract)
 set(HEADERS_quantize quantize imatrix)
 set(HEADERS_convert convert safetensors sentencepiece hf_tokenizer)
+set(HEADERS_remote remote)
 
 if(NOT ROOT)
   message(FATAL_ERROR "CheckLayers.cmake: pass -DROOT=<source tree>")

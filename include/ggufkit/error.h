@@ -53,6 +53,10 @@ enum class ErrorCode : uint16_t {
   output_exists,       // the output exists and the caller did not allow replacing it (--force)
   output_not_regular,  // the output is a directory, device, FIFO or socket: never replaced
   output_is_input,     // the output is (through links too) a file the same command reads
+  // Remote files (remote.h):
+  network_error,   // no connection, a TLS failure, a timeout, a broken transfer
+  http_error,      // the server refused (401, 403, 404, 5xx after retries) or answered wrongly
+  remote_changed,  // the file changed between two ranges, and again when read once more
 };
 
 std::string_view error_code_name(ErrorCode code);

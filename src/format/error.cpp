@@ -44,6 +44,9 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::output_exists: return "output_exists";
     case ErrorCode::output_not_regular: return "output_not_regular";
     case ErrorCode::output_is_input: return "output_is_input";
+    case ErrorCode::network_error: return "network_error";
+    case ErrorCode::http_error: return "http_error";
+    case ErrorCode::remote_changed: return "remote_changed";
   }
   return "unknown_error";
 }
