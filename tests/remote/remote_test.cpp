@@ -370,5 +370,36 @@ TEST(RemoteErrors, ARangeIgnoringServerIsReadOnlyAsFarAsTheHeader) {
   EXPECT_EQ(without_name_line(remote.out), without_name_line(local.out));
 }
 
+// A file whose version changes between two ranges is read again once, then refused; a 503 is
+// retried.
+TEST(RemoteErrors, AFileThatChangesWhileReadIsRefused) {
+  REQUIRE_WORLD();
+  test::PythonServer changing("changing", world().files / "llama-8b.gguf");
+  ASSERT_EQ(changing.error, "");
+  const std::string url = "http://127.0.0.1:" + std::to_string(changing.port) + "/llama-8b.gguf";
+  RemoteStats stats;
+  auto f = open_remote(url, {}, &stats);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().code, ErrorCode::remote_changed);
+  EXPECT_EQ(f.error().message, "the file on 127.0.0.1 changed while it was read (\"v3\", then \"v4\")");
+  EXPECT_EQ(stats.requests, 4);  // two reads of two ranges each, the second range of each refused
+  const auto r = test::run_gguf({"info", url});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "gguf: " + url + ": the file on 127.0.0.1 changed while it was read (\"v7\", then \"v8\") [remote_changed]\n");
+}
+
+TEST(RemoteErrors, AServerErrorIsRetried) {
+  REQUIRE_WORLD();
+  test::PythonServer flaky("flaky", world().files / "llama-8b.gguf");
+  ASSERT_EQ(flaky.error, "");
+  RemoteStats stats;
+  auto f = open_remote("http://127.0.0.1:" + std::to_string(flaky.port) + "/llama-8b.gguf", {}, &stats);
+  ASSERT_TRUE(f) << f.error().describe();
+  EXPECT_EQ(f->tensors().size(), 292u);
+  EXPECT_GE(stats.requests, 2);
+  EXPECT_LE(stats.requests, 4);
+}
+
 }  // namespace
 }  // namespace ggufkit

@@ -202,6 +202,17 @@ PythonServer::PythonServer(const std::filesystem::path& files) {
   }
 }
 
+PythonServer::PythonServer(const std::string& fault, const std::filesystem::path& file) {
+  port = free_port("127.0.0.1");
+  const std::string script = std::string(GGUFKIT_SOURCE_DIR) + "/tests/remote/fault_server.py";
+  pid_ = spawn({"python3", script, fault, file.string(), std::to_string(port)}, file.parent_path(),
+               temp_dir("python-fault") / "server.log");
+  if (!wait_until_listening("127.0.0.1", port, pid_)) {
+    error = "fault_server.py did not start";
+    stop(pid_);
+  }
+}
+
 PythonServer::~PythonServer() { stop(pid_); }
 
 SilentServer::SilentServer() {

@@ -54,6 +54,9 @@ class Nginx {
 class PythonServer {
  public:
   explicit PythonServer(const std::filesystem::path& files);
+  // tests/remote/fault_server.py MODE FILE: "changing" (a new ETag for every request), "flaky"
+  // (503 for the first request).
+  PythonServer(const std::string& fault, const std::filesystem::path& file);
   ~PythonServer();
   uint16_t port = 0;
   std::string error;
