@@ -337,6 +337,22 @@ TEST(RemoteErrors, NotFoundAndNotGguf) {
   EXPECT_EQ(log[1].status, 206);
 }
 
+// A certificate the system does not trust: one line naming the host, nothing read.
+TEST(RemoteErrors, ATlsFailureNamesTheHost) {
+  REQUIRE_WORLD();
+  if (world().nginx->tls_port == 0) GTEST_SKIP() << "openssl could not make a certificate";
+  const std::string url = "https://127.0.0.1:" + std::to_string(world().nginx->tls_port) + "/files/llama-8b.gguf";
+  const auto r = test::run_gguf({"info", url});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  const std::string head = "gguf: " + url + ": TLS failure with 127.0.0.1: ";
+  EXPECT_EQ(r.err.substr(0, head.size()), head) << r.err;
+  EXPECT_NE(r.err.find("certificate"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.ends_with(" [network_error]\n")) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u);
+  EXPECT_TRUE(world().nginx->take_log().empty());
+}
+
 TEST(RemoteErrors, AServerThatNeverAnswersTimesOut) {
   test::SilentServer silent;
   ASSERT_NE(silent.port, 0);

@@ -110,6 +110,18 @@ Nginx::Nginx(const std::filesystem::path& files) : dir_(temp_dir("nginx")) {
   cdn_port = free_port("127.0.0.2");
   std::filesystem::create_directories(dir_ / "tmp");
   const std::string d = dir_.string(), f = files.string();
+  std::string tls_server;
+  const std::string openssl = fmt::format(
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout {0}/key.pem -out "
+      "{0}/cert.pem -subj /CN=127.0.0.1 -days 1 >/dev/null 2>&1",
+      d);
+  if (std::system(openssl.c_str()) == 0) {
+    tls_port = free_port("127.0.0.1");
+    tls_server = fmt::format(
+        "server {{ listen 127.0.0.1:{} ssl; ssl_certificate {}/cert.pem; ssl_certificate_key {}/key.pem; "
+        "location /files/ {{ alias {}/; }} }}",
+        tls_port, d, d, f);
+  }
   // $1...: the regex captures. The hub's headers go on its redirect, as huggingface.co sends them.
   const std::string hub_headers =
       "add_header X-Repo-Commit 0123456789abcdef0123456789abcdef01234567 always;\n"
@@ -144,10 +156,12 @@ http {{
     listen 127.0.0.2:{cdn};
     location /blobs/ {{ alias {f}/; }}
   }}
+  {tls}
 }}
 )",
                                        fmt::arg("d", d), fmt::arg("f", f), fmt::arg("hub", hub_port),
-                                       fmt::arg("cdn", cdn_port), fmt::arg("hh", hub_headers));
+                                       fmt::arg("cdn", cdn_port), fmt::arg("hh", hub_headers),
+                                       fmt::arg("tls", tls_server));
   std::ofstream(dir_ / "nginx.conf") << conf;
   pid_ = spawn({"nginx", "-p", d, "-c", (dir_ / "nginx.conf").string(), "-e", (dir_ / "error.log").string()}, dir_,
                dir_ / "nginx.out");

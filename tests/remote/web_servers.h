@@ -40,6 +40,9 @@ class Nginx {
 
   std::string hub() const;  // http://127.0.0.1:PORT
   uint16_t hub_port = 0, cdn_port = 0;
+  // HTTPS on 127.0.0.1 with a self-signed certificate made at start (0 when openssl is missing):
+  // /files/ as on hub_port.
+  uint16_t tls_port = 0;
   // The log lines written since the last call.
   std::vector<AccessLine> take_log();
   std::string error;  // why it did not start; empty when it runs
