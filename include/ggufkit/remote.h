@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,11 @@ struct RemoteOptions {
   // Attempts after the first on 5xx answers and broken connections, with doubling waits from 250 ms.
   int retries = 3;
   OpenOptions open{.allow_metadata_only = true};
+  // The header cache: the header of a hub file whose address pins a commit (REV of 40 hex digits)
+  // is kept under `cache_dir` (default $XDG_CACHE_HOME/ggufkit/headers, else
+  // ~/.cache/ggufkit/headers) and read from there the next time, without a request.
+  bool use_cache = true;
+  std::filesystem::path cache_dir;
 };
 
 // What reading took: tests and benchmarks assert on it.
@@ -47,6 +53,7 @@ struct RemoteStats {
   std::string final_url;        // after the redirect
   std::string etag;             // the version read (ETag, else X-Linked-Etag)
   std::string commit;           // X-Repo-Commit, when the hub sent one
+  bool from_cache = false;      // read from the header cache, no request made
 };
 
 // Whether `address` is one open_remote reads (http://, https://, hf://), not a local path.

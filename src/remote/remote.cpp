@@ -3,6 +3,8 @@
 
 #include "ggufkit/remote.h"
 
+#include "ggufkit/atomic_file.h"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -460,6 +462,67 @@ class HeaderReader {
   bool streamed_ = false, server_error_ = false, reset_ = false;
 };
 
+// The cache file of a hub resolve URL whose revision is a commit (40 hex digits): a name made of
+// the repository, the commit and the path; nullopt for every other URL (its content may change).
+std::optional<std::filesystem::path> cache_file(const std::string& url, const RemoteOptions& options) {
+  if (!options.use_cache) return std::nullopt;
+  const std::string repo = hub_repo_of(url);
+  if (repo.empty()) return std::nullopt;
+  const auto parts = segments(std::string_view(url).substr(hub_endpoint().size() + 1));
+  const std::string_view rev = parts[3];
+  if (rev.size() != 40 || !std::all_of(rev.begin(), rev.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); })) {
+    return std::nullopt;
+  }
+  std::filesystem::path dir = options.cache_dir;
+  if (dir.empty()) {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg != nullptr && *xdg != '\0') dir = std::filesystem::path(xdg) / "ggufkit/headers";
+    else if (home != nullptr && *home != '\0') dir = std::filesystem::path(home) / ".cache/ggufkit/headers";
+    else return std::nullopt;
+  }
+  std::string name = fmt::format("{}--{}--{}", authority_of(url), repo, rev);
+  for (size_t i = 4; i < parts.size(); ++i) name += fmt::format("--{}", parts[i]);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
+  }
+  return dir / (name + ".header");
+}
+
+constexpr std::string_view kCacheMagic = "ggufkit header cache 1\n";
+
+// A cached header: the magic, the file's size (8 bytes), the header. Anything else is no hit.
+std::optional<GgufFile> read_cache(const std::filesystem::path& path, const OpenOptions& options) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return std::nullopt;
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  std::byte chunk[1 << 16];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) bytes->insert(bytes->end(), chunk, chunk + n);
+  std::fclose(f);
+  const size_t head = kCacheMagic.size() + 8;
+  if (bytes->size() < head || std::memcmp(bytes->data(), kCacheMagic.data(), kCacheMagic.size()) != 0) return std::nullopt;
+  uint64_t size = 0;
+  std::memcpy(&size, bytes->data() + kCacheMagic.size(), 8);
+  const std::span<const std::byte> header = std::span<const std::byte>(*bytes).subspan(head);
+  if (header.size() > size) return std::nullopt;
+  auto r = GgufFile::parse_prefix(header, size, options, bytes);
+  if (!r || !r->file) return std::nullopt;
+  return std::move(*r->file);
+}
+
+void write_cache(const std::filesystem::path& path, const GgufFile& file) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  auto out = AtomicFile::create(path);
+  if (!out) return;  // a cache that cannot be written is no cache
+  const uint64_t size = file.file_size();
+  std::byte size_bytes[8];
+  std::memcpy(size_bytes, &size, 8);
+  if ((*out)->write(std::as_bytes(std::span(kCacheMagic))) && (*out)->write(size_bytes) && (*out)->write(file.bytes())) {
+    (void)(*out)->commit(false);
+  }
+}
+
 }  // namespace
 
 Expected<GgufFile> open_remote(std::string_view address, const RemoteOptions& options, RemoteStats* stats) {
@@ -469,10 +532,18 @@ Expected<GgufFile> open_remote(std::string_view address, const RemoteOptions& op
   RemoteStats& s = stats != nullptr ? *stats : local;
   s = RemoteStats{};
   s.url = *url;
+  const auto cached = cache_file(*url, options);
+  if (cached) {
+    if (auto f = read_cache(*cached, options.open)) {
+      s.from_cache = true;
+      return std::move(*f);
+    }
+  }
   // A file replaced while it was read is read again once from the start, then refused.
   for (int attempt = 0;; ++attempt) {
     HeaderReader reader(*url, options, s);
     auto file = reader.read();
+    if (file && cached) write_cache(*cached, *file);
     if (file || file.error().code != ErrorCode::remote_changed || attempt > 0) return file;
   }
 }

@@ -103,6 +103,7 @@ struct World {
     if (!nginx->error.empty()) skip = nginx->error;
     ::setenv("HF_ENDPOINT", nginx->hub().c_str(), 1);
     ::unsetenv("HF_TOKEN");
+    ::setenv("XDG_CACHE_HOME", test::temp_dir("remote-cache").c_str(), 1);
   }
 };
 
@@ -269,6 +270,30 @@ TEST(RemoteHub, VerbsThatNeedTheDataSaySo) {
                        ": this command needs the file's tensor data, which is not read from remote addresses (info, "
                        "dump, get and check read their headers); download the file first [invalid_argument]\n");
   EXPECT_TRUE(world().nginx->take_log().empty());
+}
+
+// A commit-pinned address is read once: the second read makes no request (the header cache, under
+// $XDG_CACHE_HOME), and gives the same output; --no-cache reads it again.
+TEST(RemoteHub, ACommitPinnedHeaderIsCached) {
+  REQUIRE_WORLD();
+  const std::string address = "hf://meta-llama/Llama-3.1-8B@0123456789abcdef0123456789abcdef01234567/llama-8b.gguf";
+  const auto first = test::run_gguf({"info", address});
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_GE(world().nginx->take_log().size(), 2u);
+  const auto second = test::run_gguf({"info", address});
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.out, first.out);
+  EXPECT_EQ(second.err, "");
+  EXPECT_TRUE(world().nginx->take_log().empty());
+  const auto fresh = test::run_gguf({"info", address, "--no-cache"});
+  EXPECT_EQ(fresh.out, first.out);
+  EXPECT_GE(world().nginx->take_log().size(), 2u);
+  RemoteStats stats;
+  auto f = open_remote(address, {}, &stats);
+  ASSERT_TRUE(f) << f.error().describe();
+  EXPECT_TRUE(stats.from_cache);
+  EXPECT_EQ(stats.requests, 0);
+  EXPECT_EQ(f->tensors().size(), 292u);
 }
 
 // ---- the token ----

@@ -26,6 +26,8 @@ void add_remote_options(CLI::App& verb) {
                   "only; never to a host a redirect leads to)");
   verb.add_option("--timeout", o.timeout_seconds, "For remote addresses: seconds to connect and without a byte (default 30)")
       ->check(CLI::PositiveNumber);
+  verb.add_flag("--no-cache", [&o](int64_t) { o.use_cache = false; },
+                "For hf:// and hub addresses that pin a commit: neither read nor write the header cache");
   verb.add_option("--max-header", o.max_header_bytes,
                   "For remote addresses: the largest header read, in bytes (default 268435456, 256 MiB)");
 }
