@@ -75,8 +75,10 @@ class GgufFile {
  public:
   // Maps and validates a file.
   static Expected<GgufFile> open(const std::filesystem::path& path, const OpenOptions& options = {});
-  // Validates bytes already in memory. The bytes must outlive the GgufFile and every view from it.
-  static Expected<GgufFile> parse(std::span<const std::byte> bytes, const OpenOptions& options = {});
+  // Validates bytes already in memory. The bytes must outlive the GgufFile and every view from it
+  // (`owner`, their buffer say, lives as long as the file).
+  static Expected<GgufFile> parse(std::span<const std::byte> bytes, const OpenOptions& options = {},
+                                  std::shared_ptr<const void> owner = {});
   // Validates the header from the first bytes of a file of `file_size` bytes (a download in
   // progress: src/remote reads headers this way). Every check of parse() is made, those about the
   // tensor data against `file_size`. When the prefix ends before the header does, the result has

@@ -70,4 +70,10 @@ Expected<std::string> resolve_address(std::string_view address);
 Expected<GgufFile> open_remote(std::string_view address, const RemoteOptions& options = {},
                                RemoteStats* stats = nullptr);
 
+// One tensor's data from the remote file whose header is `header` (open_remote's): one range
+// request for its bytes alone, as a file in memory that holds that tensor only (tensors()[0], its
+// tensor_data() the bytes, in the file's byte order). http_error when the server ignores Range.
+Expected<GgufFile> fetch_remote_tensor(std::string_view address, const GgufFile& header, const TensorInfo& tensor,
+                                       const RemoteOptions& options = {}, RemoteStats* stats = nullptr);
+
 }  // namespace ggufkit

@@ -670,10 +670,12 @@ class Parser {
   std::vector<SwapRun> swaps_;
 };
 
-Expected<GgufFile> GgufFile::parse(std::span<const std::byte> bytes, const OpenOptions& options) {
+Expected<GgufFile> GgufFile::parse(std::span<const std::byte> bytes, const OpenOptions& options,
+                                   std::shared_ptr<const void> owner) {
   GgufFile f;
   Parser parser(bytes, options, nullptr);
   if (auto r = parser.run(f); !r) return std::move(r).error();
+  f.owner_ = std::move(owner);
   return f;
 }
 

@@ -4,6 +4,8 @@
 #include "ggufkit/remote.h"
 
 #include "ggufkit/atomic_file.h"
+#include "ggufkit/sink.h"
+#include "ggufkit/writer.h"
 
 #include <algorithm>
 #include <cctype>
@@ -147,6 +149,7 @@ struct Response {
 struct Transfer {
   Response response;
   std::vector<std::byte>* prefix = nullptr;
+  uint64_t origin = 0;    // the file offset of prefix[0]
   uint64_t start = 0;     // the offset asked for
   uint64_t stop = 0;      // the prefix wanted (exclusive end); may grow through `more`
   uint64_t body_at = 0;   // body bytes seen
@@ -196,7 +199,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   std::string_view chunk(data, bytes);
   if (t->peek.size() < 64 && at == 0) t->peek.append(data, std::min<size_t>(bytes, 64));
   for (;;) {
-    const uint64_t have = t->prefix->size();
+    const uint64_t have = t->origin + t->prefix->size();
     if (at + chunk.size() <= have) return bytes;  // bytes we already hold
     if (at < have) {
       chunk.remove_prefix(static_cast<size_t>(have - at));
@@ -206,7 +209,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
       t->stopped = true;
       return 0;
     }
-    const uint64_t room = t->stop > have ? t->stop - have : 0;
+    const uint64_t room = t->origin + t->stop > have ? t->origin + t->stop - have : 0;
     const size_t take = static_cast<size_t>(std::min<uint64_t>(room, chunk.size()));
     const auto* p = reinterpret_cast<const std::byte*>(chunk.data());
     t->prefix->insert(t->prefix->end(), p, p + take);
@@ -251,12 +254,30 @@ class HeaderReader {
     }
   }
 
-  Expected<GgufFile> read() {
+  Expected<void> start() {
     static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
     if (!initialised) return network_error("libcurl could not be initialised");
     curl_.reset(curl_easy_init());
     if (!curl_) return network_error("libcurl could not be initialised");
     prefix_ = std::make_shared<std::vector<std::byte>>();
+    return {};
+  }
+
+  // The bytes [offset, offset + length): one range request (and a redirect).
+  Expected<std::shared_ptr<std::vector<std::byte>>> read_range(uint64_t offset, uint64_t length) {
+    if (auto s = start(); !s) return std::move(s).error();
+    origin_ = offset;
+    prefix_->reserve(static_cast<size_t>(length));
+    if (auto r = fetch(length); !r) return std::move(r).error();
+    if (prefix_->size() != length) {
+      return http_error(fmt::format("{} sent {} bytes where {} were asked for", host_of(current_url()), prefix_->size(),
+                                    length));
+    }
+    return prefix_;
+  }
+
+  Expected<GgufFile> read() {
+    if (auto s = start(); !s) return std::move(s).error();
     uint64_t target = std::max<uint64_t>(options_.first_range, 64);
     int ranges = 0;
     for (;;) {
@@ -325,7 +346,8 @@ class HeaderReader {
     server_error_ = reset_ = false;
     CURL* c = curl_.get();
     t.prefix = prefix_.get();
-    t.start = prefix_->size();
+    t.origin = origin_;
+    t.start = origin_ + prefix_->size();
     t.stop = target;
     t.more = [&]() -> uint64_t {
       if (t.response.content_length) set_size(*t.response.content_length);
@@ -340,7 +362,7 @@ class HeaderReader {
     if (!token_.empty() && authority_of(url) == token_authority_) add("Authorization: Bearer " + token_);
     const bool pinned = !etag_.empty() && !etag_.starts_with("W/");
     if (pinned) add("If-Range: " + etag_);
-    const std::string range = fmt::format("{}-{}", t.start, target - 1);
+    const std::string range = fmt::format("{}-{}", t.start, origin_ + target - 1);
     char errors[CURL_ERROR_SIZE] = {};
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
@@ -422,6 +444,10 @@ class HeaderReader {
     if (resp.status == 200) {
       // The whole body: the server ignored Range, or (after If-Range) the file changed.
       if (pinned && t.start > 0) return changed(etag_, version.empty() ? "a new version" : version);
+      if (origin_ > 0) {
+        return http_error(fmt::format("{} ignores Range: a part of the file cannot be read without all before it",
+                                      host));
+      }
       streamed_ = true;
       if (resp.content_length) set_size(*resp.content_length);
       if (auto s = size_check(); !s) return s;
@@ -452,6 +478,7 @@ class HeaderReader {
   }
 
   std::string url_, final_url_;
+  uint64_t origin_ = 0;  // read_range: where the bytes asked for start
   const RemoteOptions& options_;
   RemoteStats& stats_;
   std::string token_, token_authority_;
@@ -548,7 +575,37 @@ Expected<GgufFile> open_remote(std::string_view address, const RemoteOptions& op
   }
 }
 
+Expected<GgufFile> fetch_remote_tensor(std::string_view address, const GgufFile& header, const TensorInfo& tensor,
+                                       const RemoteOptions& options, RemoteStats* stats) {
+  auto url = resolve_address(address);
+  if (!url) return std::move(url).error();
+  RemoteStats local;
+  RemoteStats& s = stats != nullptr ? *stats : local;
+  s.url = *url;
+  HeaderReader reader(*url, options, s);
+  if (tensor.size == 0) return make_error(ErrorCode::invalid_argument, std::nullopt, std::string(tensor.name), "the tensor has no bytes");
+  auto bytes = reader.read_range(header.data_offset() + tensor.offset, tensor.size);
+  if (!bytes) return std::move(bytes).error();
+  // A file of this tensor alone, in the file's byte order.
+  GgufBuilder one;
+  if (auto r = one.add_tensor(tensor.name, tensor.type, tensor.shape(), std::span<const std::byte>(**bytes)); !r) {
+    return std::move(r).error();
+  }
+  WriteOptions write;
+  write.byte_order = header.byte_order();
+  MemorySink sink;
+  if (auto r = one.write(sink, write); !r) return std::move(r).error();
+  auto owned = std::make_shared<std::vector<std::byte>>(std::move(sink.data));
+  return GgufFile::parse(*owned, {}, owned);
+}
+
 #else
+
+Expected<GgufFile> fetch_remote_tensor(std::string_view, const GgufFile&, const TensorInfo&, const RemoteOptions&,
+                                       RemoteStats*) {
+  return make_error(ErrorCode::network_error, std::nullopt, {},
+                    "this ggufkit was built without HTTP support (GGUFKIT_HTTP=OFF)");
+}
 
 Expected<GgufFile> open_remote(std::string_view, const RemoteOptions&, RemoteStats*) {
   return make_error(ErrorCode::network_error, std::nullopt, {},

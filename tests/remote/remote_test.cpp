@@ -98,6 +98,7 @@ struct World {
     llama_header = write_llama_8b(files / "llama-8b.gguf");
     fs::create_directories(files / "sub");
     if (fs::exists(kGemma4)) fs::create_symlink(kGemma4, files / "gemma-4.gguf");
+    fs::copy_file(test::sample_model(), files / "tiny.gguf");
     std::ofstream(files / "page.html") << "<!DOCTYPE html><html><body>Sign in</body></html>\n";
     nginx = std::make_unique<test::Nginx>(files);
     if (!nginx->error.empty()) skip = nginx->error;
@@ -294,6 +295,36 @@ TEST(RemoteHub, ACommitPinnedHeaderIsCached) {
   EXPECT_TRUE(stats.from_cache);
   EXPECT_EQ(stats.requests, 0);
   EXPECT_EQ(f->tensors().size(), 292u);
+}
+
+// extract URL TENSOR reads the header, then that tensor's bytes alone in one range: the .npy is
+// the local file's, byte for byte.
+TEST(RemoteHub, ExtractFetchesTheTensorsRangeAlone) {
+  REQUIRE_WORLD();
+  const fs::path out = test::temp_dir("remote-extract");
+  auto local_file = GgufFile::open(world().files / "tiny.gguf");
+  ASSERT_TRUE(local_file);
+  const TensorInfo& t = local_file->tensors().back();
+  const std::string name(t.name);
+  const auto local = test::run_gguf({"extract", (world().files / "tiny.gguf").string(), name, "-o", (out / "local.npy").string()});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  world().nginx->take_log();
+  const std::string url = "hf://ggufkit/tiny/tiny.gguf";
+  const auto remote = test::run_gguf({"extract", url, name, "-o", (out / "remote.npy").string(), "--type", "raw"});
+  EXPECT_EQ(remote.exit_code, 0) << remote.err;
+  EXPECT_EQ(remote.out, (out / "remote.npy").string() + "\n");
+  const auto raw_local = test::run_gguf({"extract", (world().files / "tiny.gguf").string(), name, "-o", (out / "raw.npy").string(), "--type", "raw"});
+  EXPECT_EQ(test::read_bytes(out / "remote.npy"), test::read_bytes(out / "raw.npy"));
+  const auto log = world().nginx->take_log();
+  ASSERT_GE(log.size(), 4u);
+  // The last two: the tensor's redirect and its one range.
+  const AccessLine& range = log.back();
+  const uint64_t start = local_file->data_offset() + t.offset;
+  EXPECT_EQ(range.range, "bytes=" + std::to_string(start) + "-" + std::to_string(start + t.size - 1));
+  EXPECT_EQ(range.status, 206);
+  EXPECT_EQ(range.bytes, t.size);
+  EXPECT_EQ(log[log.size() - 2].status, 302);
+  fs::remove_all(out);
 }
 
 // ---- the token ----

@@ -36,6 +36,9 @@ ggufkit::Expected<ggufkit::SplitModel> open_model(const std::string& path, const
 // --token, --timeout and --max-header of the verbs that read remote headers.
 void add_remote_options(CLI::App& verb);
 std::optional<ggufkit::GgufFile> open_remote_or_report(const std::string& address, const ggufkit::OpenOptions& options);
+// One tensor of a remote file, fetched alone (ggufkit::fetch_remote_tensor), reporting any error.
+std::optional<ggufkit::GgufFile> fetch_remote_tensor_or_report(const std::string& address, const ggufkit::GgufFile& header,
+                                                               const ggufkit::TensorInfo& tensor);
 
 // The reading options of the verbs that show metadata (info, dump, get): a metadata-only file
 // (tensor infos without data) opens, and they say the data is absent. The verbs that need the data

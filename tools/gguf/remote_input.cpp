@@ -47,6 +47,16 @@ std::optional<ggufkit::GgufFile> open_remote_or_report(const std::string& addres
   return std::move(f).value();
 }
 
+std::optional<ggufkit::GgufFile> fetch_remote_tensor_or_report(const std::string& address, const ggufkit::GgufFile& header,
+                                                               const ggufkit::TensorInfo& tensor) {
+  auto f = ggufkit::fetch_remote_tensor(address, header, tensor, remote_options());
+  if (!f) {
+    report_error(address, f.error());
+    return std::nullopt;
+  }
+  return std::move(f).value();
+}
+
 ggufkit::Expected<ggufkit::SplitModel> open_model(const std::string& path, const ggufkit::OpenOptions& options) {
   if (!ggufkit::is_remote_address(path)) return ggufkit::SplitModel::open(path, options);
   ggufkit::RemoteOptions o = remote_options();
