@@ -269,7 +269,7 @@ TEST(RemoteHub, VerbsThatNeedTheDataSaySo) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "gguf: " + url +
                        ": this command needs the file's tensor data, which is not read from remote addresses (info, "
-                       "dump, get and check read their headers); download the file first [invalid_argument]\n");
+                       "dump, get and check read their headers, extract single tensors); download the file first [invalid_argument]\n");
   EXPECT_TRUE(world().nginx->take_log().empty());
 }
 

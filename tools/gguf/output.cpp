@@ -25,7 +25,8 @@ void report_error(std::string_view file, const ggufkit::Error& error) {
   if (ggufkit::is_remote_address(shown) && error.code == ggufkit::ErrorCode::io_error) {
     fmt::print(stderr,
                "gguf: {}: this command needs the file's tensor data, which is not read from remote addresses "
-               "(info, dump, get and check read their headers); download the file first [invalid_argument]\n",
+               "(info, dump, get and check read their headers, extract single tensors); download the file first "
+               "[invalid_argument]\n",
                terminal_safe(shown));
     return;
   }
