@@ -6,7 +6,7 @@
 #   cmake -DROOT=<a tree with src/ and include/ggufkit/> [-DSTAMP=<file to touch on success>] -P CheckLayers.cmake
 
 # Lowest first. Each layer may include the ones before it.
-set(LAYERS format io reader writer meta quant endian edit split hash diff arch check extract quantize estimate convert)
+set(LAYERS format io reader writer meta quant endian edit split hash diff arch check extract quantize estimate convert remote)
 
 # The public headers, by the layer that implements them.
 set(HEADERS_format error format tensor_types threads value sink block_layout nearest text)
@@ -26,6 +26,7 @@ set(HEADERS_extract extract)
 set(HEADERS_quantize quantize imatrix)
 set(HEADERS_estimate estimate)
 set(HEADERS_convert convert convert_quantized safetensors sentencepiece hf_tokenizer)
+set(HEADERS_remote remote)
 
 if(NOT ROOT)
   message(FATAL_ERROR "CheckLayers.cmake: pass -DROOT=<source tree>")

@@ -10,6 +10,8 @@ set_name=${1:-test}
 
 build_packages=(cmake make g++ ninja-build pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev libssl-dev libxxhash-dev
                 libsimdjson-dev ca-certificates
+                # remote files (src/remote/, GGUFKIT_HTTP=ON)
+                libcurl4-openssl-dev
                 # the Python package (make python, make install): pybind11 and the system Python's headers and numpy
                 pybind11-dev python3-dev python3-numpy)
 test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-completion
@@ -21,7 +23,9 @@ test_packages=(libgtest-dev libbenchmark-dev clang libclang-rt-14-dev lld bash-c
                sentencepiece
                # llama.cpp's convert_hf_to_gguf.py as gguf convert's oracle (tests/convert/reference_convert.py);
                # about 610 MB installed, most of it torch
-               python3-torch python3-sentencepiece)
+               python3-torch python3-sentencepiece
+               # a real web server for the remote tests (tests/remote/)
+               nginx-light)
 case "$set_name" in
   build) packages=("${build_packages[@]}") ;;
   test)

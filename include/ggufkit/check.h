@@ -72,5 +72,10 @@ Expected<CheckReport> check_file(const std::filesystem::path& path, const CheckO
 // Checks bytes already in memory as one file (a download not yet written, a section of a larger
 // file). Never fails.
 CheckReport check_bytes(std::span<const std::byte> bytes, const CheckOptions& options = {});
+// Checks a file of `file_size` bytes from its header alone (a remote file's, GgufFile::bytes() of
+// a header view): every check of check_bytes but those of the tensor data's bytes. Without
+// `file_size`, check_bytes.
+CheckReport check_header(std::span<const std::byte> header, std::optional<uint64_t> file_size,
+                         const CheckOptions& options = {});
 
 }  // namespace ggufkit

@@ -56,6 +56,10 @@ enum class ErrorCode : uint16_t {
   // What the architecture registry (arch.h) refuses:
   unknown_architecture,  // general.architecture names an architecture the registry lacks
   bad_hyperparameter,    // a key llama.cpp needs is missing, of the wrong type, zero where it divides, or too large
+  // Remote files (remote.h):
+  network_error,   // no connection, a TLS failure, a timeout, a broken transfer
+  http_error,      // the server refused (401, 403, 404, 5xx after retries) or answered wrongly
+  remote_changed,  // the file changed between two ranges, and again when read once more
 };
 
 std::string_view error_code_name(ErrorCode code);

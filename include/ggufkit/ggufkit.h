@@ -24,6 +24,7 @@
 #include "ggufkit/quant.h"
 #include "ggufkit/quantize.h"
 #include "ggufkit/reader.h"
+#include "ggufkit/remote.h"
 #include "ggufkit/safetensors.h"
 #include "ggufkit/sentencepiece.h"
 #include "ggufkit/sink.h"

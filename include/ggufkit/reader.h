@@ -70,12 +70,24 @@ struct TensorInfo {
   }
 };
 
+struct PrefixParse;
+
 class GgufFile {
  public:
   // Maps and validates a file.
   static Expected<GgufFile> open(const std::filesystem::path& path, const OpenOptions& options = {});
-  // Validates bytes already in memory. The bytes must outlive the GgufFile and every view from it.
-  static Expected<GgufFile> parse(std::span<const std::byte> bytes, const OpenOptions& options = {});
+  // Validates bytes already in memory. The bytes must outlive the GgufFile and every view from it
+  // (`owner`, their buffer say, lives as long as the file).
+  static Expected<GgufFile> parse(std::span<const std::byte> bytes, const OpenOptions& options = {},
+                                  std::shared_ptr<const void> owner = {});
+  // Validates the header from the first bytes of a file of `file_size` bytes (a download in
+  // progress: src/remote reads headers this way). Every check of parse() is made, those about the
+  // tensor data against `file_size`. When the prefix ends before the header does, the result has
+  // no file but says how far the parser needs to read (PrefixParse::needed, estimate); errors are
+  // the file's own problems. The file is a header view: bytes() is the header, has_tensor_data()
+  // is false, tensor_data() empty. `owner` (the prefix's buffer, say) lives as long as the file.
+  static Expected<PrefixParse> parse_prefix(std::span<const std::byte> prefix, uint64_t file_size,
+                                            const OpenOptions& options = {}, std::shared_ptr<const void> owner = {});
 
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
@@ -101,7 +113,7 @@ class GgufFile {
   // when the file is exactly its padded header (llama.cpp writes that; some gguf-py versions write
   // the header alone). The one definition writers copy when they reproduce a file's layout.
   bool header_padded() const;
-  uint64_t file_size() const { return bytes_.size(); }
+  uint64_t file_size() const { return file_size_; }
   std::span<const std::byte> bytes() const { return bytes_; }
   // The header [0, header_size()) as the metadata views see it: the file's own bytes when it is
   // little-endian, the byte-swapped copy when it is big-endian.
@@ -129,8 +141,11 @@ class GgufFile {
     }
     return bytes_.subspan(data_offset_ + tensor.offset, tensor.size);
   }
-  // False for a metadata-only file (OpenOptions::allow_metadata_only) that has tensors.
-  bool has_tensor_data() const { return !metadata_only_; }
+  // False for a metadata-only file (OpenOptions::allow_metadata_only) that has tensors, and for a
+  // header view (parse_prefix).
+  bool has_tensor_data() const { return !metadata_only_ && !header_only_; }
+  // A header parsed from a prefix (parse_prefix): the tensor data is in the file, not here.
+  bool header_only() const { return header_only_; }
   // Sum of the tensors' sizes (without padding).
   uint64_t tensor_bytes() const;
   // Done with a tensor's bytes for now: a mapped file's pages of it leave the process's resident
@@ -151,6 +166,9 @@ class GgufFile {
   uint64_t header_size_ = 0;
   uint64_t data_offset_ = 0;
   bool metadata_only_ = false;
+  bool header_only_ = false;
+  uint64_t file_size_ = 0;
+  std::shared_ptr<const void> owner_;      // what keeps a prefix's bytes alive (parse_prefix)
   std::vector<KeyValue> kvs_;
   std::vector<size_t> kv_by_key_;            // indices of kvs_ sorted by key, for find()
   std::vector<TensorInfo> tensors_;
@@ -159,6 +177,13 @@ class GgufFile {
   // Big-endian files only: bytes [0, header_size_) with every integer swapped to little-endian.
   // Metadata and name views point here. A vector's buffer survives moves of the GgufFile.
   std::vector<std::byte> swapped_header_;
+};
+
+// GgufFile::parse_prefix's result: the file, or how much of it the parser needs.
+struct PrefixParse {
+  std::optional<GgufFile> file;  // set when the prefix held the whole header
+  uint64_t needed = 0;           // otherwise: the bytes from the start of the file it needs at least
+  uint64_t estimate = 0;         // and its estimate of the whole header's size (>= needed)
 };
 
 }  // namespace ggufkit

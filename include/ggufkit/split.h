@@ -101,6 +101,9 @@ class SplitModel {
   // (uint16) and the same split.count; split.tensors.count (int32) equals the number of tensors;
   // no tensor name repeats; metadata in later shards (other than split.*) agrees with the first.
   static Expected<SplitModel> open(const std::filesystem::path& path, const OpenOptions& options = {});
+  // One file already read (a remote header view, say) as a model of one shard named `name`; its
+  // split keys are not followed.
+  static SplitModel of_file(GgufFile file, std::filesystem::path name);
 
   SplitModel(SplitModel&&) noexcept = default;
   SplitModel& operator=(SplitModel&&) noexcept = default;
@@ -126,6 +129,7 @@ class SplitModel {
 
  private:
   SplitModel() = default;
+  void index_tensors();
   std::vector<GgufFile> shards_;
   std::vector<std::filesystem::path> paths_;
   std::vector<ModelTensor> tensors_;

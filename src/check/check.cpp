@@ -131,9 +131,21 @@ void add_tensors(const GgufFile& file, ModelUnderCheck& model) {
   for (const TensorInfo& t : file.tensors()) model.tensors.push_back(&t);
 }
 
+Expected<GgufFile> prefix_file(std::span<const std::byte> bytes, uint64_t file_size, const OpenOptions& options) {
+  auto r = GgufFile::parse_prefix(bytes, file_size, options);
+  if (!r) return std::move(r).error();
+  if (r->file) return std::move(*r->file);
+  return make_error(ErrorCode::truncated, bytes.size(), {},
+                    fmt::format("the header continues past the {} bytes given (it needs at least {})", bytes.size(),
+                                r->needed));
+}
+
 // One file's structure: every problem the reader can get past, then the extras. nullopt when the
 // parse stopped (the stopping problem is a finding too).
-std::optional<GgufFile> check_structure(std::span<const std::byte> bytes, Findings& out) {
+// With `file_size`, `bytes` are the first bytes of a larger file (a remote header): the tensor
+// data is not checked.
+std::optional<GgufFile> check_structure(std::span<const std::byte> bytes, Findings& out,
+                                        std::optional<uint64_t> file_size = std::nullopt) {
   std::vector<Error> problems;
   OpenOptions options;
   options.allow_metadata_only = true;  // reported as structure.metadata_only
@@ -141,7 +153,7 @@ std::optional<GgufFile> check_structure(std::span<const std::byte> bytes, Findin
     problems.push_back(e);
     return true;
   };
-  auto file = GgufFile::parse(bytes, options);
+  auto file = file_size ? prefix_file(bytes, *file_size, options) : GgufFile::parse(bytes, options);
   for (const Error& e : problems) add_reader_problem(e, file ? &*file : nullptr, out);
   if (!file) {
     add_reader_problem(file.error(), nullptr, out);
@@ -208,10 +220,15 @@ std::vector<Shard> check_other_shards(const std::filesystem::path& path, const G
 }  // namespace check
 
 CheckReport check_bytes(std::span<const std::byte> bytes, const CheckOptions& options) {
+  return check_header(bytes, std::nullopt, options);
+}
+
+CheckReport check_header(std::span<const std::byte> header, std::optional<uint64_t> file_size,
+                         const CheckOptions& options) {
   (void)options;  // no base model from memory
   check::Findings findings;
   CheckReport report;
-  if (auto file = check::check_structure(bytes, findings)) {
+  if (auto file = check::check_structure(header, findings, file_size)) {
     check::ModelUnderCheck model;
     model.metadata = &*file;
     check::add_tensors(*file, model);

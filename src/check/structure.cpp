@@ -224,6 +224,7 @@ void check_structure_extras(const GgufFile& file, Findings& out) {
       out.warning("structure.invalid_utf8", t.name, t.info_offset, "the tensor name is not valid UTF-8");
     }
   }
+  if (file.header_only()) return;  // a remote header: the data is on the server
   if (!file.has_tensor_data()) {
     out.error("structure.metadata_only", "", file.header_size(),
               fmt::format("the file ends where the tensor data would start: it holds {} tensor infos but none of "

@@ -46,6 +46,9 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::output_is_input: return "output_is_input";
     case ErrorCode::unknown_architecture: return "unknown_architecture";
     case ErrorCode::bad_hyperparameter: return "bad_hyperparameter";
+    case ErrorCode::network_error: return "network_error";
+    case ErrorCode::http_error: return "http_error";
+    case ErrorCode::remote_changed: return "remote_changed";
   }
   return "unknown_error";
 }

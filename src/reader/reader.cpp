@@ -23,6 +23,11 @@ constexpr uint64_t kHeaderBytes = 24;          // magic, version, tensor count, 
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;   // key length, 1-byte key, type, uint8 value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 constexpr uint64_t kArrayHeaderBytes = 12;
+// Only for estimating how much of a header is still to come (the keys' home is conventions.h).
+constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
+constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
+constexpr std::string_view kTokenTypesKey = "tokenizer.ggml.token_type";
+constexpr std::string_view kTokenizerModelKey = "tokenizer.ggml.model";
 
 std::string printable(std::string_view s) {
   std::string out;
@@ -37,17 +42,34 @@ std::string printable(std::string_view s) {
 
 class Parser {
  public:
-  Parser(std::span<const std::byte> bytes, const OpenOptions& options, const MappedFile* mapping)
-      : base_(bytes.data()), size_(bytes.size()), options_(options), mapping_(mapping) {}
+  // `file_size` is the size of the whole file; when it is more than `bytes` holds, the bytes are
+  // a prefix of it (a header being downloaded) and running out of them is not a truncation:
+  // `needed()` then says how much of the file the parser wants.
+  Parser(std::span<const std::byte> bytes, const OpenOptions& options, const MappedFile* mapping,
+         std::optional<uint64_t> file_size = std::nullopt)
+      : base_(bytes.data()), size_(bytes.size()), file_size_(file_size.value_or(bytes.size())),
+        prefix_(file_size.has_value()), options_(options), mapping_(mapping) {}
+
+  // After a failed run on a prefix: nonzero when the prefix ended before the header did, with
+  // the bytes the parser needs at least and its estimate of the whole header.
+  uint64_t needed() const { return needed_; }
+  uint64_t estimate() const { return estimate_; }
 
   Expected<void> run(GgufFile& f) {
+    f_ = &f;
     f.bytes_ = std::span<const std::byte>(base_, static_cast<size_t>(size_));
+    f.file_size_ = file_size_;
     if (auto r = parse_header(f); !r) return r;
     if (auto r = parse_metadata(f); !r) return r;
     if (auto r = resolve_alignment(f); !r) return r;
     if (auto r = parse_tensor_infos(f); !r) return r;
     if (auto r = place_tensor_data(f); !r) return r;
     if (swap_) make_little_endian_header(f);
+    if (prefix_) {
+      // A header view: the bytes past the header are not kept, tensor data is not available.
+      f.bytes_ = f.bytes_.first(static_cast<size_t>(std::min<uint64_t>(size_, f.header_size_)));
+      f.header_only_ = true;
+    }
     return {};
   }
 
@@ -92,10 +114,74 @@ class Parser {
     swaps_.shrink_to_fit();
   }
 
-  Error truncated(uint64_t at, uint64_t need, std::string_view what, std::string subject = {}) const {
+  // The cold path of every bounds check. On a prefix whose file holds the record, it notes how far
+  // the parser must read (needed_, estimate_) instead; the error it returns then only unwinds.
+  Error truncated(uint64_t at, uint64_t need, std::string_view what, std::string subject = {}) {
+    const auto end = checked::add(at, need);
+    if (prefix_ && end && *end <= file_size_ && *end > size_) {
+      note_needed(*end, subject);
+      return make_error(ErrorCode::truncated, at, std::move(subject), "the prefix ends before the header");
+    }
     return make_error(ErrorCode::truncated, at, std::move(subject),
                       fmt::format("{} needs {} bytes but the file ends after {} (file size {})", what, need,
-                                  size_ - std::min(at, size_), size_));
+                                  file_size_ - std::min(at, file_size_), file_size_));
+  }
+
+  // Where a string array's elements start and how far the walk got: set on the cold path before
+  // `truncated`, for the estimate.
+  struct ArrayProgress {
+    uint64_t start = 0, done = 0, count = 0;
+  };
+
+  // The estimate of the whole header from what was parsed: the record that did not fit; the rest
+  // of a string array at the average size of its last quarter seen and an eighth more (BPE vocabularies and merges
+  // are sorted by rank, and later entries are longer); for a vocabulary still being read, its
+  // token types (an int32 each) and, when the tokenizer has merges (gpt2, gemma4), about one merge
+  // per token a byte longer than a token; the keys left at 64 bytes each; the tensor infos at the
+  // average size seen (80 bytes before the first one).
+  void note_needed(uint64_t end, const std::string& key) {
+    needed_ = end;
+    uint64_t est = end;
+    if (array_.count > 0) {
+      const uint64_t recent_from = array_.done - array_.done / 4;
+      uint64_t at = array_.start, recent_at = array_.start;
+      for (uint64_t i = 0; i < array_.done; ++i) {
+        if (i == recent_from) recent_at = at;
+        const uint64_t len = detail::load_u64(base_ + at);
+        at += 8 + (swap_ ? format::byte_swap(len) : len);
+      }
+      const uint64_t recent = array_.done - recent_from;
+      const uint64_t average = recent > 0 ? (at - recent_at) / recent : 16;
+      // An eighth more for the rest: the longest entries come last.
+      est = std::max(est, at + (array_.count - array_.done) * average * 9 / 8);
+      if (key == kTokensKey && f_ != nullptr) {
+        if (!seen(kTokenTypesKey)) est += 64 + array_.count * 4;
+        if (merges_expected()) est += 64 + array_.count * (average + 1);
+      }
+    }
+    if (in_tensors_) {
+      const uint64_t average = tensors_done_ > 0 ? (pos_ - tensors_start_) / tensors_done_ : 80;
+      est += (n_tensors_ - tensors_done_) * average;
+    } else {
+      if (n_kv_ > kvs_done_ + 1) est += (n_kv_ - kvs_done_ - 1) * 64;
+      est += n_tensors_ * 80;
+    }
+    estimate_ = std::min(std::max(est, end), file_size_);
+    array_ = {};
+  }
+
+  // The keys are in file order and not yet indexed while the metadata is parsed.
+  bool merges_expected() const {
+    if (seen(kMergesKey)) return false;
+    for (const KeyValue& kv : f_->kvs_) {
+      if (kv.key != kTokenizerModelKey) continue;
+      const auto model = kv.value.as_string();
+      return model == std::optional<std::string_view>("gpt2") || model == std::optional<std::string_view>("gemma4");
+    }
+    return false;
+  }
+  bool seen(std::string_view key) const {
+    return std::any_of(f_->kvs_.begin(), f_->kvs_.end(), [&](const KeyValue& kv) { return kv.key == key; });
   }
 
   // Header pages are mapped ahead of the parser in growing batches: one madvise instead of a
@@ -190,16 +276,19 @@ class Parser {
 
   // A count must fit in the bytes that follow the header. A plausible count that does not fit is
   // most likely a cut-off download; a negative or absurd one is corruption.
-  Expected<void> check_count(int64_t count, uint64_t min_record_bytes, uint64_t at, std::string_view what) const {
+  Expected<void> check_count(int64_t count, uint64_t min_record_bytes, uint64_t at, std::string_view what) {
     if (count < 0 || static_cast<uint64_t>(count) > kMaxHeaderCount) {
       return make_error(ErrorCode::bad_count, at, {},
                         fmt::format("the header announces {} {}, which is impossible", count, what));
     }
     if (static_cast<uint64_t>(count) > remaining() / min_record_bytes) {
+      if (prefix_ && static_cast<uint64_t>(count) <= (file_size_ - pos_) / min_record_bytes) {
+        return truncated(pos_, static_cast<uint64_t>(count) * min_record_bytes, what);
+      }
       return make_error(ErrorCode::truncated, at, {},
                         fmt::format("the header announces {} {}, which need at least {} bytes, but the file ends "
                                     "{} bytes later (file size {}): is it truncated?",
-                                    count, what, static_cast<uint64_t>(count) * min_record_bytes, remaining(), size_));
+                                    count, what, static_cast<uint64_t>(count) * min_record_bytes, file_size_ - pos_, file_size_));
     }
     return {};
   }
@@ -244,11 +333,16 @@ class Parser {
     }
     if (elem == ValueType::String) {
       // Each string needs at least its 8-byte length: reject impossible counts before the loop.
+      const uint64_t start = pos_;
       if (count > remaining() / 8) {
+        array_ = {start, 0, count};
         return truncated(pos_, count * 8, fmt::format("an array of {} strings", count), key);
       }
       for (uint64_t i = 0; i < count; ++i) {
-        if (remaining() < 8) return truncated(pos_, 8, fmt::format("string {} of the array", i), key);
+        if (remaining() < 8) {
+          array_ = {start, i, count};
+          return truncated(pos_, 8, fmt::format("string {} of the array", i), key);
+        }
         prefetch_to(pos_ + 8);
         uint64_t len = detail::load_u64(base_ + pos_);
         if (swap_) {
@@ -261,6 +355,7 @@ class Parser {
                                         len, kMaxStringLength));
         }
         if (len > remaining() - 8) {
+          array_ = {start, i, count};
           return truncated(pos_ + 8, len, fmt::format("string {} of the array", i), key);
         }
         pos_ += 8 + len;
@@ -285,6 +380,7 @@ class Parser {
   Expected<void> parse_metadata(GgufFile& f) {
     f.kvs_.reserve(static_cast<size_t>(n_kv_));  // bounded by the file size (checked in the header)
     for (uint64_t i = 0; i < n_kv_; ++i) {
+      kvs_done_ = i;
       const uint64_t at = pos_;
       auto key = read_string(fmt::format("the key of key/value pair {}", i));
       if (!key) return std::move(key).error();
@@ -372,7 +468,10 @@ class Parser {
 
   Expected<void> parse_tensor_infos(GgufFile& f) {
     f.tensors_.reserve(static_cast<size_t>(n_tensors_));  // bounded by the file size
+    in_tensors_ = true;
+    tensors_start_ = pos_;
     for (uint64_t i = 0; i < n_tensors_; ++i) {
+      tensors_done_ = i;
       TensorInfo t;
       t.info_offset = pos_;
       auto name = read_string(fmt::format("the name of tensor {}", i));
@@ -497,7 +596,7 @@ class Parser {
     // A metadata-only file: not a byte of tensor data, the file ending where the data would start
     // (llama.cpp's only_meta output). One cut before the padding llama.cpp refuses ("failed to seek
     // to beginning of data section"), and so does the branch below.
-    const bool no_data = data_offset && size_ == *data_offset &&
+    const bool no_data = data_offset && file_size_ == *data_offset &&
                          std::any_of(f.tensors_.begin(), f.tensors_.end(), [](const TensorInfo& t) { return t.size > 0; });
     if (no_data && options_.allow_metadata_only) {
       f.metadata_only_ = true;
@@ -508,11 +607,11 @@ class Parser {
           fmt::format("the file ends where the tensor data would start: it is metadata-only ({} tensor infos without "
                       "their data, as gguf_write_to_file writes with only_meta); this needs the tensors' data",
                       f.tensors_.size())));
-    } else if (!data_offset || *data_offset > size_) {
-      f.data_offset_ = size_;  // so that no tensor's data is inside the file
+    } else if (!data_offset || *data_offset > file_size_) {
+      f.data_offset_ = file_size_;  // so that no tensor's data is inside the file
       return recoverable(make_error(ErrorCode::data_out_of_bounds, f.header_size_, {},
                                     fmt::format("the data section would start past the end of the file ({} bytes)",
-                                                size_)));
+                                                file_size_)));
     }
     f.data_offset_ = *data_offset;
     uint64_t expected = 0;
@@ -532,11 +631,11 @@ class Parser {
         if (!r) return r;
       }
       const auto start = checked::add(f.data_offset_, t.offset);
-      if (!f.metadata_only_ && (!start || !checked::fits(*start, t.size, size_))) {
+      if (!f.metadata_only_ && (!start || !checked::fits(*start, t.size, file_size_))) {
         auto r = recoverable(make_error(ErrorCode::data_out_of_bounds, offset_field, subject,
                                         fmt::format("data [{}, +{}) runs past the end of the file ({} bytes)",
                                                     start.value_or(std::numeric_limits<uint64_t>::max()), t.size,
-                                                    size_)));
+                                                    file_size_)));
         if (!r) return r;
       }
       // The next tensor is expected right after this one, wherever this one is: each tensor is
@@ -552,7 +651,14 @@ class Parser {
   }
 
   const std::byte* base_;
-  uint64_t size_;
+  uint64_t size_;       // the bytes in memory
+  uint64_t file_size_;  // the whole file's size: size_ unless parsing a prefix
+  bool prefix_;
+  GgufFile* f_ = nullptr;
+  uint64_t needed_ = 0, estimate_ = 0;
+  ArrayProgress array_;
+  bool in_tensors_ = false;
+  uint64_t kvs_done_ = 0, tensors_done_ = 0, tensors_start_ = 0;
   uint64_t pos_ = 0;
   uint64_t n_tensors_ = 0;
   uint64_t n_kv_ = 0;
@@ -563,10 +669,12 @@ class Parser {
   std::vector<SwapRun> swaps_;
 };
 
-Expected<GgufFile> GgufFile::parse(std::span<const std::byte> bytes, const OpenOptions& options) {
+Expected<GgufFile> GgufFile::parse(std::span<const std::byte> bytes, const OpenOptions& options,
+                                   std::shared_ptr<const void> owner) {
   GgufFile f;
   Parser parser(bytes, options, nullptr);
   if (auto r = parser.run(f); !r) return std::move(r).error();
+  f.owner_ = std::move(owner);
   return f;
 }
 
@@ -580,6 +688,22 @@ Expected<GgufFile> GgufFile::open(const std::filesystem::path& path, const OpenO
   f.mapping_ = std::move(owned);
   f.path_ = path;
   return f;
+}
+
+Expected<PrefixParse> GgufFile::parse_prefix(std::span<const std::byte> prefix, uint64_t file_size,
+                                             const OpenOptions& options, std::shared_ptr<const void> owner) {
+  if (prefix.size() > file_size) {
+    return make_error(ErrorCode::invalid_argument, std::nullopt, {},
+                      fmt::format("a prefix of {} bytes of a file of {} bytes", prefix.size(), file_size));
+  }
+  GgufFile f;
+  Parser parser(prefix, options, nullptr, file_size);
+  if (auto r = parser.run(f); !r) {
+    if (parser.needed() > prefix.size()) return PrefixParse{std::nullopt, parser.needed(), parser.estimate()};
+    return std::move(r).error();
+  }
+  f.owner_ = std::move(owner);
+  return PrefixParse{std::move(f), 0, 0};
 }
 
 int GgufFile::fd() const { return mapping_ ? mapping_->fd() : -1; }

@@ -213,6 +213,25 @@ Expected<void> write_split(const GgufFile& input, const SplitPlan& plan, const S
   return AtomicFile::commit_all(files, options.sync, options.cancel);
 }
 
+void SplitModel::index_tensors() {
+  for (uint32_t s = 0; s < shards_.size(); ++s) {
+    const GgufFile& f = shards_[s];
+    for (const TensorInfo& t : f.tensors()) tensors_.push_back(ModelTensor{&t, s, f.tensor_data(t)});
+  }
+  tensor_by_name_.resize(tensors_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) tensor_by_name_[i] = i;
+  std::ranges::sort(tensor_by_name_,
+                    [&](size_t a, size_t b) { return tensors_[a].info->name < tensors_[b].info->name; });
+}
+
+SplitModel SplitModel::of_file(GgufFile file, std::filesystem::path name) {
+  SplitModel model;
+  model.shards_.push_back(std::move(file));
+  model.paths_.push_back(std::move(name));
+  model.index_tensors();
+  return model;
+}
+
 Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const OpenOptions& options) {
   auto first = GgufFile::open(path, options);
   if (!first) return std::move(first).error();
@@ -282,15 +301,7 @@ Expected<SplitModel> SplitModel::open(const std::filesystem::path& path, const O
     }
   }
 
-  for (uint32_t s = 0; s < model.shards_.size(); ++s) {
-    const GgufFile& f = model.shards_[s];
-    for (const TensorInfo& t : f.tensors()) model.tensors_.push_back(ModelTensor{&t, s, f.tensor_data(t)});
-  }
-  model.tensor_by_name_.resize(model.tensors_.size());
-  for (size_t i = 0; i < model.tensors_.size(); ++i) model.tensor_by_name_[i] = i;
-  std::ranges::sort(model.tensor_by_name_, [&](size_t a, size_t b) {
-    return model.tensors_[a].info->name < model.tensors_[b].info->name;
-  });
+  model.index_tensors();
   for (size_t i = 1; i < model.tensor_by_name_.size(); ++i) {
     const ModelTensor& a = model.tensors_[model.tensor_by_name_[i - 1]];
     const ModelTensor& b = model.tensors_[model.tensor_by_name_[i]];

@@ -65,14 +65,14 @@ expect "a test reaches into src/, the CLI into the library" 1 "  layers: 2 probl
     tests/hash/bad_test.cpp: includes a library source by a relative path into src/"
 
 fresh_tree
-mkdir -p "$work/tree/src/remote"
-printf '#include "ggufkit/reader.h"\n' > "$work/tree/src/remote/remote.cpp"
-printf '#pragma once\n' > "$work/tree/include/ggufkit/remote.h"
+mkdir -p "$work/tree/src/telemetry"
+printf '#include "ggufkit/reader.h"\n' > "$work/tree/src/telemetry/telemetry.cpp"
+printf '#pragma once\n' > "$work/tree/include/ggufkit/telemetry.h"
 expect "a folder and a header no layer declares" 1 "  layers: 3 problem(s) with the layering of docs/library.md:
 
-    src/remote: a folder that is no layer: add it to LAYERS in cmake/CheckLayers.cmake and to docs/library.md
-    include/ggufkit/remote.h: a public header no layer declares: add it to cmake/CheckLayers.cmake
-    include/ggufkit/ggufkit.h: does not include ggufkit/remote.h (the umbrella header lists every public header)"
+    src/telemetry: a folder that is no layer: add it to LAYERS in cmake/CheckLayers.cmake and to docs/library.md
+    include/ggufkit/telemetry.h: a public header no layer declares: add it to cmake/CheckLayers.cmake
+    include/ggufkit/ggufkit.h: does not include ggufkit/telemetry.h (the umbrella header lists every public header)"
 
 if ((failures > 0)); then
   echo "$failures case(s) failed"

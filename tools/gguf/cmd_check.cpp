@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "ggufkit/check.h"
+#include "ggufkit/remote.h"
 #include "output.h"
 #include "printer.h"
 
@@ -66,7 +67,18 @@ void print_report(Printer& p, const std::string& file, const CheckReport& report
 int run_check(const CheckArgs& args) {
   ggufkit::CheckOptions options;
   if (!args.base.empty()) options.base = args.base;
-  auto report = ggufkit::check_file(args.file, options);
+  std::optional<ggufkit::GgufFile> remote;
+  if (ggufkit::is_remote_address(args.file)) {
+    if (!args.base.empty()) {
+      fmt::print(stderr, "gguf: check: --base needs a local file; {} is remote\n", terminal_safe(args.file));
+      return kUsageOrIoError;
+    }
+    remote = open_remote_or_report(args.file, {});
+    if (!remote) return kUsageOrIoError;
+  }
+  auto report = remote ? ggufkit::Expected<ggufkit::CheckReport>(
+                             ggufkit::check_header(remote->bytes(), remote->file_size(), options))
+                       : ggufkit::check_file(args.file, options);
   if (!report) {
     report_error(args.file, report.error());
     return kUsageOrIoError;
@@ -87,6 +99,7 @@ Runner register_check(CLI::App& app) {
   cmd->add_option("--base", args->base, "For a LoRA adapter: the base model it applies to");
   cmd->add_flag("--json", args->json, "Findings as JSON");
   cmd->add_flag("--strict", args->strict, "Warnings fail the check too (exit 1)");
+  add_remote_options(*cmd);
   return [args] { return run_check(*args); };
 }
 

@@ -24,7 +24,7 @@ struct DumpArgs {
 constexpr ValueTextLimits kDumpLimits{120, 8, 120};
 
 int run_dump(const DumpArgs& args) {
-  auto model = ggufkit::SplitModel::open(args.file, metadata_only_ok());
+  auto model = open_model(args.file, metadata_only_ok());
   if (!model) {
     report_error(args.file, model.error());
     return kUsageOrIoError;
@@ -41,7 +41,7 @@ int run_dump(const DumpArgs& args) {
   p->field("alignment", file.alignment(), fmt::format(" · alignment {}", file.alignment()));
   p->field("data_offset", file.data_offset(), fmt::format(" · data offset {}", file.data_offset()));
   p->field("file_size", file.file_size(), fmt::format(" · {} bytes", file.file_size()));
-  p->field("tensor_data", file.has_tensor_data(), file.has_tensor_data() ? "" : kNoTensorData);
+  p->field("tensor_data", file.has_tensor_data(), no_tensor_data_note(file));
   p->end_line();
 
   p->text(fmt::format("{} metadata entries:", file.metadata().size())).begin_array("metadata");
@@ -80,7 +80,7 @@ int run_dump(const DumpArgs& args) {
       p->field("alignment", f.alignment());
       p->field("data_offset", f.data_offset(), fmt::format(" · data offset {}", f.data_offset()));
       p->field("file_size", f.file_size(), fmt::format(" · {} bytes", f.file_size()));
-      p->field("tensor_data", f.has_tensor_data(), f.has_tensor_data() ? "" : kNoTensorData);
+      p->field("tensor_data", f.has_tensor_data(), no_tensor_data_note(f));
       p->field("tensor_count", f.tensors().size(), fmt::format(" · {} tensors", f.tensors().size()));
       p->end_line().end_object();
     }
@@ -97,6 +97,7 @@ Runner register_dump(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("dump", "Print every metadata entry and every tensor");
   cmd->add_option("file", args->file, "GGUF file (or the first shard of a split model)")->required();
   cmd->add_flag("--json", args->json, "Complete values as JSON");
+  add_remote_options(*cmd);
   cmd->add_flag("--no-tensors", args->no_tensors, "Leave out the tensor list");
   cmd->add_flag("--full", args->full, "Do not shorten long arrays and strings (text mode)");
   return [args] { return run_dump(*args); };

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "ggufkit/extract.h"
+#include "ggufkit/remote.h"
 #include "ggufkit/split.h"
 #include "output.h"
 
@@ -43,7 +44,9 @@ std::string file_name_for(std::string_view tensor) {
 int run_extract(const ExtractArgs& args) {
   static const std::map<std::string, ggufkit::ExtractType> kTypes = {
       {"f32", ggufkit::ExtractType::f32}, {"f16", ggufkit::ExtractType::f16}, {"raw", ggufkit::ExtractType::raw}};
-  auto model = ggufkit::SplitModel::open(args.file);
+  // A remote address: its header, then each tensor's bytes alone (fetch_remote_tensor).
+  const bool remote = ggufkit::is_remote_address(args.file);
+  auto model = open_model(args.file, {});
   if (!model) {
     report_error(args.file, model.error());
     return kUsageOrIoError;
@@ -107,9 +110,15 @@ int run_extract(const ExtractArgs& args) {
     }
     const ggufkit::TensorInfo& t = *chosen[i]->info;
     const fs::path& target = targets[i];
-    if (auto r = ggufkit::extract_npy(model->shard_of(*chosen[i]), t, type, target, /*sync=*/false, policy,
-                                      &interrupt_flag());
-        !r) {
+    std::optional<ggufkit::GgufFile> fetched;
+    if (remote) {
+      auto f = fetch_remote_tensor_or_report(args.file, model->shard_of(*chosen[i]), t);
+      if (!f) return kUsageOrIoError;
+      fetched = std::move(f);
+    }
+    const ggufkit::GgufFile& source = fetched ? *fetched : model->shard_of(*chosen[i]);
+    const ggufkit::TensorInfo& info = fetched ? fetched->tensors()[0] : t;
+    if (auto r = ggufkit::extract_npy(source, info, type, target, /*sync=*/false, policy, &interrupt_flag()); !r) {
       if (r.error().code == ggufkit::ErrorCode::cancelled || interrupt_flag().load()) {
         fmt::print(stderr, "gguf: extract: interrupted; {} of {} tensors written\n", i, chosen.size());
         return kInterrupted;
@@ -133,6 +142,7 @@ Runner register_extract(CLI::App& app) {
   auto args = std::make_shared<ExtractArgs>();
   CLI::App* cmd = app.add_subcommand("extract", "Write tensors as NumPy .npy files (shape: ggml's reversed)");
   add_force_flag(*cmd, args->force);
+  add_remote_options(*cmd);
   add_progress_flags(*cmd);
   cmd->add_option("file", args->file, "GGUF file (or the first shard of a split model)")->required();
   cmd->add_option("tensors", args->tensors, "Tensors to extract (default: all)");

@@ -20,6 +20,7 @@ Runner register_get(CLI::App& app) {
   cmd->add_option("file", args->file, "GGUF file")->required();
   cmd->add_option("key", args->key, "Metadata key")->required();
   cmd->add_flag("--json", args->json, "Print the value as JSON (strings quoted and escaped)");
+  add_remote_options(*cmd);
   return [args] {
     const auto file = open_or_report(args->file, metadata_only_ok());
     if (!file) return static_cast<int>(kUsageOrIoError);

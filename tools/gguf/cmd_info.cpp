@@ -219,7 +219,7 @@ void print_info(Printer& p, const std::string& path, const ggufkit::SplitModel& 
                       model.file_bytes()));
   p.field("tensor_bytes", s.tensor_bytes,
           fmt::format(", {} of tensors ({} bytes)", human_bytes(s.tensor_bytes), s.tensor_bytes));
-  p.field("tensor_data", model.has_tensor_data(), model.has_tensor_data() ? "" : kNoTensorData);
+  p.field("tensor_data", model.has_tensor_data(), no_tensor_data_note(f));
   p.end_line();
 
   p.begin_line(info_label("parameters"));
@@ -291,7 +291,7 @@ int run_info(const InfoArgs& args) {
   p->begin_array();
   bool first = true;
   for (const std::string& path : args.files) {
-    const auto f = ggufkit::SplitModel::open(path, metadata_only_ok());
+    const auto f = open_model(path, metadata_only_ok());
     if (!f) {
       report_error(path, f.error());
       status = kUsageOrIoError;
@@ -313,6 +313,7 @@ Runner register_info(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "Summarise GGUF files: format, model, size, types, hyperparameters");
   cmd->add_option("files", args->files, "GGUF files (a split model: its first shard)")->required();
   cmd->add_flag("--json", args->json, "Machine-readable output");
+  add_remote_options(*cmd);
   cmd->add_flag("--layers", args->layers,
                 "Also a row per block (blk.N) and one for the tensors outside them: tensors, elements, bytes, bits "
                 "per weight and types");

@@ -3,6 +3,7 @@
 #include "ggufkit/nearest.h"
 
 #include "ggufkit/json.h"
+#include "ggufkit/remote.h"
 #include "ggufkit/text.h"
 
 #include <fmt/format.h>
@@ -22,6 +23,15 @@ namespace gguf_cli {
 void report_error(std::string_view file, const ggufkit::Error& error) {
   // The library's file when it names one (a shard of a split model, a checkpoint's JSON file).
   const std::string_view shown = error.file.empty() ? file : std::string_view(error.file);
+  // A verb that reads files as local paths was given an address: say what reads addresses.
+  if (ggufkit::is_remote_address(shown) && error.code == ggufkit::ErrorCode::io_error) {
+    fmt::print(stderr,
+               "gguf: {}: this command needs the file's tensor data, which is not read from remote addresses "
+               "(info, dump, get and check read their headers, extract single tensors); download the file first "
+               "[invalid_argument]\n",
+               terminal_safe(shown));
+    return;
+  }
   fmt::print(stderr, "gguf: {}: {} [{}]\n", terminal_safe(shown), terminal_safe(error.describe()),
              ggufkit::error_code_name(error.code));
 }
@@ -33,6 +43,7 @@ ggufkit::OpenOptions metadata_only_ok() {
 }
 
 std::optional<ggufkit::GgufFile> open_or_report(const std::string& path, const ggufkit::OpenOptions& options) {
+  if (ggufkit::is_remote_address(path)) return open_remote_or_report(path, options);
   auto f = ggufkit::GgufFile::open(path, options);
   if (!f) {
     report_error(path, f.error());

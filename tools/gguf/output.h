@@ -28,8 +28,17 @@ enum ExitCode : int { kOk = 0, kProblemFound = 1, kUsageOrIoError = 2 };
 // has one, and "offset N: " is there when the error has a place in the file.
 void report_error(std::string_view file, const ggufkit::Error& error);
 
-// Opens a file, reporting any error; nullopt when it could not be read.
+// Opens a file, reporting any error; nullopt when it could not be read. A remote address
+// (http://, https://, hf://) gives its header as a header view (remote_input.cpp).
 std::optional<ggufkit::GgufFile> open_or_report(const std::string& path, const ggufkit::OpenOptions& options = {});
+// A local model (SplitModel::open) or a remote file's header as a model of one shard.
+ggufkit::Expected<ggufkit::SplitModel> open_model(const std::string& path, const ggufkit::OpenOptions& options);
+// --token, --timeout and --max-header of the verbs that read remote headers.
+void add_remote_options(CLI::App& verb);
+std::optional<ggufkit::GgufFile> open_remote_or_report(const std::string& address, const ggufkit::OpenOptions& options);
+// One tensor of a remote file, fetched alone (ggufkit::fetch_remote_tensor), reporting any error.
+std::optional<ggufkit::GgufFile> fetch_remote_tensor_or_report(const std::string& address, const ggufkit::GgufFile& header,
+                                                               const ggufkit::TensorInfo& tensor);
 
 // The reading options of the verbs that show metadata (info, dump, get): a metadata-only file
 // (tensor infos without data) opens, and they say the data is absent. The verbs that need the data
@@ -37,6 +46,11 @@ std::optional<ggufkit::GgufFile> open_or_report(const std::string& path, const g
 ggufkit::OpenOptions metadata_only_ok();
 // What the text output appends for a file without tensor data.
 inline constexpr std::string_view kNoTensorData = " · tensor data absent (a metadata-only file)";
+// kNoTensorData for a metadata-only file; nothing for a file with its data, or a remote header
+// view (the data is on the server; its text reads as the local file's).
+inline std::string_view no_tensor_data_note(const ggufkit::GgufFile& f) {
+  return f.has_tensor_data() || f.header_only() ? std::string_view() : kNoTensorData;
+}
 
 // Whether every output may be written under `policy` (AtomicFile::check); reports the first that
 // may not. Verbs call it before any work, dry runs included, so that a refusal comes first.
