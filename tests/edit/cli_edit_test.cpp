@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "ggufkit/reader.h"
 #include "test_support.h"
 
@@ -60,6 +63,25 @@ TEST_F(CliEdit, ChatTemplateFromAFileComesBackByteForByte) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(run_gguf({"get", model.string(), "tokenizer.chat_template.tool_use"}).out, jinja);
   expect_same_tensors(model);
+}
+
+// Issue 29 review: a file that reports size 0 (/proc) gave an empty value with exit 0. The file
+// is read to its end, whatever size fstat reports.
+TEST_F(CliEdit, FromFileReadsToTheEndWhateverSizeTheFileReports) {
+  const fs::path out = dir / "out.gguf";
+  auto r = run_gguf({"set", model.string(), "general.name", "--from-file", "/proc/version", "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  std::ifstream in("/proc/version", std::ios::binary);
+  const std::string version((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(version.size(), 20u);
+  // The change, its new value shortened for display, then the new file.
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_TRUE(lines[0].starts_with("set general.name: \"ggufkit tiny sample\" -> \"" + version.substr(0, 20))) << lines[0];
+  EXPECT_EQ(lines[1], fmt::format("{}: new file {}", out.string(), out.string()));
+  const GgufFile f = reopen(out);
+  EXPECT_EQ(f.get("general.name")->as_string(), version);
 }
 
 TEST_F(CliEdit, ExistingKeysKeepTheirTypeNewKeysAreInferred) {
