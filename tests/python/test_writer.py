@@ -311,3 +311,18 @@ def test_arrays_nested_deeper_than_the_reader_reads_are_refused(tmp_path):
         "array_too_deep", f"{tmp_path / 'e.gguf'}: 'k.deep': after this edit the file would not open: arrays nested "
         "more than 8 deep")
     assert (tmp_path / "e.gguf").read_bytes() == before
+
+
+def test_a_list_nested_past_any_stack_or_inside_itself_is_refused_as_too_deep(tmp_path):
+    # Issue 29 review: 50000 nested lists, or a list holding itself, crashed the interpreter (SIGSEGV).
+    itself = []
+    itself.append(itself)
+    for value in (nested(50000), itself):
+        w = ggufkit.GGUFWriter(tmp_path / "x.gguf", "llama")
+        w.add_array("k.deep", value)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        with pytest.raises(ggufkit.GGUFError) as e:
+            w.write_ti_data_to_file()
+        assert (e.value.code, str(e.value)) == ("array_too_deep", f"{tmp_path / 'x.gguf'}: 'k.deep': arrays nested more than 8 deep")
+        assert os.listdir(tmp_path) == []
