@@ -149,8 +149,28 @@ TEST_F(CliEdit, ArraysNestedDeeperThanTheReaderReadsAreRefused) {
   auto r = run_gguf({"set", model.string(), "test.deep", "--json", nested(9)});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, fmt::format("gguf: {}: 'test.deep': after this edit the file would not open: arrays nested more than 8 deep [array_too_deep]\n", model.string()));
+  EXPECT_EQ(r.err, fmt::format("gguf: {}: 'test.deep': arrays nested more than 8 deep [array_too_deep]\n", model.string()));
   EXPECT_EQ(read_bytes(model), before);
+  // Issue 29 review: 40000 levels overflowed the stack (SIGSEGV), nine empty arrays were "an empty
+  // array": the depth is checked first, on the text, with --type or without.
+  for (const auto& [json, typed] : std::vector<std::pair<std::string, bool>>{
+           {nested(40000), true}, {nested(40000), false}, {"[[[[[[[[[]]]]]]]]]", false}, {"[[[[[[[[[]]]]]]]]]", true},
+           {"[\"]]\\\"[[[[[[[[[[\", [[[[[[[[[]]]]]]]]]]", false}}) {
+    SCOPED_TRACE(json.substr(0, 40));
+    std::vector<std::string> args{"set", model.string(), "test.deep", "--json", json};
+    if (typed) args.insert(args.end(), {"--type", "uint8"});
+    r = run_gguf(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, fmt::format("gguf: {}: 'test.deep': arrays nested more than 8 deep [array_too_deep]\n", model.string()));
+    EXPECT_EQ(read_bytes(model), before);
+  }
+  // Brackets inside strings are not nesting.
+  r = run_gguf({"set", model.string(), "test.brackets", "--json", "[\"[[[[[[[[[[\\\"[[[[\"]"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(*reopen(model).get("test.brackets")->as_array()->strings().begin(), "[[[[[[[[[[\"[[[[");
+  r = run_gguf({"rm", model.string(), "test.brackets"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   // Eight levels are the reader's limit: written, read back, and removed again.
   r = run_gguf({"set", model.string(), "test.deep", "--json", nested(8)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
