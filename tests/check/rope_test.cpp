@@ -225,6 +225,35 @@ TEST(CheckRope, ScalingFloatsOutsideTheirRange) {
   expect_none(check_model(b), kRope);
 }
 
+// Issue 29 review: a base or a factor of 1e30 (or a factor of 1e-30) passed without a word.
+TEST(CheckRope, ImplausibleBasesAndFactorsAreWarnings) {
+  const std::string base_why = "no trained model has such a RoPE base (10000 to a few 1e7); set the model's rope_theta";
+  const std::string factor_why =
+      "a RoPE scaling factor is the context extension (2 to a few dozen); set the model's rope_scaling parameters";
+  const std::tuple<std::string, float, std::string> cases[] = {
+      {"rope.freq_base", 1e30f, "warning rope.implausible_value 'llama.rope.freq_base' is 1e+30, outside [1, 10000000000]: " + base_why},
+      {"rope.freq_base", 0.5f, "warning rope.implausible_value 'llama.rope.freq_base' is 0.5, outside [1, 10000000000]: " + base_why},
+      {"rope.scaling.factor", 1e30f,
+       "warning rope.implausible_value 'llama.rope.scaling.factor' is 1e+30, outside [0.0009765625, 1024]: " + factor_why},
+      {"rope.scaling.factor", 1e-30f,
+       "warning rope.implausible_value 'llama.rope.scaling.factor' is 1e-30, outside [0.0009765625, 1024]: " + factor_why},
+  };
+  for (const auto& [suffix, value, expected] : cases) {
+    SCOPED_TRACE(suffix);
+    auto b = scaled("yarn", 4.0f, 2048, 8192);
+    set(b, "llama." + suffix, MetadataValue::of(value));
+    std::string all;
+    for (const Finding& f : check_model(b).findings) {
+      if (f.code.starts_with(kRope)) all += fmt::format("{} {} {}\n", severity_name(f.severity), f.code, f.message);
+    }
+    EXPECT_EQ(all, expected + "\n");
+  }
+  // Llama 3's base and DeepSeek's factor of 40 pass.
+  auto b = scaled("yarn", 40.0f, 4096, 163840);
+  set(b, "llama.rope.freq_base", MetadataValue::of(500000.0f));
+  expect_none(check_model(b), kRope);
+}
+
 TEST(CheckRope, FreqBaseAsFloat64IsAnError) {
   auto b = model();
   set(b, "llama.rope.freq_base", MetadataValue::of(10000.0));
