@@ -392,7 +392,9 @@ class Writer {
     try {
       encoded = metadata_value(value, value_type_of_id(type), sub);
     } catch (const py::cast_error&) {  // a value that is not of the type: ValueError naming the key
-      throw py::value_error(key + ": " + std::string(py::repr(value)) + " is not a " + std::string(value_type_name(value_type_of_id(type))) +
+      const std::string name(value_type_name(value_type_of_id(type)));
+      const char* article = name.starts_with("int") || name.starts_with("array") ? " is not an " : " is not a ";
+      throw py::value_error(key + ": " + std::string(py::repr(value)) + article + name +
                             (sub ? " of " + std::string(value_type_name(*sub)) : std::string()));
     } catch (const py::value_error& e) {
       throw py::value_error(key + ": " + e.what());

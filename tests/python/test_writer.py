@@ -266,7 +266,8 @@ def test_a_missing_tensor_abandons_the_file(tmp_path):
 def test_values_that_do_not_fit_their_type_name_the_key(tmp_path):
     for add, key, value, message in [
             ("add_uint64", "k.u64", -1, r"k.u64: -1 is not a uint64"),
-            ("add_int64", "k.i64", 2**70, r"k.i64: 1180591620717411303424 is not a int64"),
+            ("add_int64", "k.i64", 2**70, r"k.i64: 1180591620717411303424 is not an int64"),
+            ("add_array", "k.arr", [2**70], r"k.arr: \[1180591620717411303424\] is not an array of int32"),
             ("add_uint8", "k.u8", 300, r"k.u8: value out of range"),
             ("add_array", "k.mixed", [1, "a"], r"k.mixed: All items in a GGUF array should be of the same type")]:
         w = ggufkit.GGUFWriter(tmp_path / "x.gguf", "llama")
