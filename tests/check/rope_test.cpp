@@ -187,6 +187,17 @@ TEST(CheckRope, AttnFactorAsFloat64IsAnError) {
   expect_single(check_model(b), kRope, "rope.wrong_type", Severity::error);
 }
 
+// The rope.* findings of a yarn-scaled model with `key` set to `value`, one "severity code message" line each.
+std::string rope_findings_with(const std::string& key, float value) {
+  auto b = scaled("yarn", 4.0f, 2048, 8192);
+  set(b, key, MetadataValue::of(value));
+  std::string all;
+  for (const Finding& f : check_model(b).findings) {
+    if (f.code.starts_with(kRope)) all += fmt::format("{} {} {}\n", severity_name(f.severity), f.code, f.message);
+  }
+  return all;
+}
+
 // Issue 29: yarn's and the attention factor's floats, against meta/float_ranges.cpp's table.
 TEST(CheckRope, ScalingFloatsOutsideTheirRange) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
@@ -208,13 +219,7 @@ TEST(CheckRope, ScalingFloatsOutsideTheirRange) {
   };
   for (const auto& [suffix, value, expected] : cases) {
     SCOPED_TRACE(suffix);
-    auto b = scaled("yarn", 4.0f, 2048, 8192);
-    set(b, "llama.rope.scaling." + suffix, MetadataValue::of(value));
-    std::string all;
-    for (const Finding& f : check_model(b).findings) {
-      if (f.code.starts_with(kRope)) all += fmt::format("{} {} {}\n", severity_name(f.severity), f.code, f.message);
-    }
-    EXPECT_EQ(all, expected + "; set the model's rope_scaling parameters\n");
+    EXPECT_EQ(rope_findings_with("llama.rope.scaling." + suffix, value), expected + "; set the model's rope_scaling parameters\n");
   }
   // llama.cpp's defaults pass (ext_factor -1: "not set").
   auto b = scaled("yarn", 4.0f, 2048, 8192);
@@ -240,13 +245,7 @@ TEST(CheckRope, ImplausibleBasesAndFactorsAreWarnings) {
   };
   for (const auto& [suffix, value, expected] : cases) {
     SCOPED_TRACE(suffix);
-    auto b = scaled("yarn", 4.0f, 2048, 8192);
-    set(b, "llama." + suffix, MetadataValue::of(value));
-    std::string all;
-    for (const Finding& f : check_model(b).findings) {
-      if (f.code.starts_with(kRope)) all += fmt::format("{} {} {}\n", severity_name(f.severity), f.code, f.message);
-    }
-    EXPECT_EQ(all, expected + "\n");
+    EXPECT_EQ(rope_findings_with("llama." + suffix, value), expected + "\n");
   }
   // Llama 3's base and DeepSeek's factor of 40 pass.
   auto b = scaled("yarn", 40.0f, 4096, 163840);
