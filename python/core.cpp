@@ -8,6 +8,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <fmt/format.h>
+
 #include <sys/stat.h>
 
 #include <cstring>
@@ -276,8 +278,11 @@ py::array_t<uint8_t> quantize_floats(const py::array_t<float, py::array::c_style
   return out;
 }
 
-// A GGUF value from a Python object and gguf-py's type ids (sub_type for arrays).
-MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<ValueType> sub_type);
+// A GGUF value from a Python object and gguf-py's type ids (sub_type for arrays). `depth` counts the
+// arrays around v: past kMaxArrayDepth the value is refused (ArrayTooDeep) before the recursion goes
+// further, so a deeply nested or self-referential list ends in an error, not in a stack overflow.
+struct ArrayTooDeep {};
+MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<ValueType> sub_type, uint32_t depth = 0);
 
 template <class T>
 MetadataValue typed_scalar(const py::handle& v) {
@@ -313,7 +318,7 @@ ValueType python_value_type(const py::handle& v) {
   throw py::value_error("Unknown type: " + std::string(py::str(py::type::of(v))));
 }
 
-MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<ValueType> sub_type) {
+MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<ValueType> sub_type, uint32_t depth) {
   switch (type) {
     case ValueType::UInt8: return typed_scalar<uint8_t>(v);
     case ValueType::Int8: return typed_scalar<int8_t>(v);
@@ -329,6 +334,7 @@ MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<
     case ValueType::String: return MetadataValue::string(string_of(v));
     case ValueType::Array: break;
   }
+  if (depth >= kMaxArrayDepth) throw ArrayTooDeep{};
   // The elements as owned references: a sequence's __getitem__ may make each element anew (range,
   // array.array, numpy arrays), and a borrowed handle to it would outlive the object. A numpy array
   // is taken as its tolist() (Python ints, floats, bools, str, bytes), as a list of them would be.
@@ -356,7 +362,7 @@ MetadataValue metadata_value(const py::handle& v, ValueType type, std::optional<
   }
   std::vector<MetadataValue> elements;
   elements.reserve(items.size());
-  for (const py::handle item : items) elements.push_back(metadata_value(item, *sub_type, std::nullopt));
+  for (const py::handle item : items) elements.push_back(metadata_value(item, *sub_type, std::nullopt, depth + 1));
   return take(MetadataValue::array_of(*sub_type, elements));
 }
 
@@ -386,10 +392,15 @@ class Writer {
     try {
       encoded = metadata_value(value, value_type_of_id(type), sub);
     } catch (const py::cast_error&) {  // a value that is not of the type: ValueError naming the key
-      throw py::value_error(key + ": " + std::string(py::repr(value)) + " is not a " + std::string(value_type_name(value_type_of_id(type))) +
+      const std::string name(value_type_name(value_type_of_id(type)));
+      const char* article = name.starts_with("int") || name.starts_with("array") ? " is not an " : " is not a ";
+      throw py::value_error(key + ": " + std::string(py::repr(value)) + article + name +
                             (sub ? " of " + std::string(value_type_name(*sub)) : std::string()));
     } catch (const py::value_error& e) {
       throw py::value_error(key + ": " + e.what());
+    } catch (const ArrayTooDeep&) {  // the builder's own refusal of such a value
+      raise_error(make_error(ErrorCode::array_too_deep, std::nullopt, key,
+                             fmt::format("arrays nested more than {} deep", kMaxArrayDepth)), path_);
     }
     check(builder_.set(key, std::move(encoded)), path_);
   }

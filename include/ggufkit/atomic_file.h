@@ -49,7 +49,8 @@ class AtomicFile final : public ByteSink {
   // Commits files as a set: every file is flushed (and with `sync` fsynced) first, then, unless
   // `cancel` was set by then (ErrorCode::cancelled), all are renamed one right after the other, then
   // each directory is fsynced once. Until the renames nothing has a final name: a failure, a cancel
-  // or a kill before them leaves none; a failed rename removes the files renamed before it.
+  // or a kill before them leaves none; a failed rename removes the files renamed before it and puts
+  // back the ones they replaced (hard links made beside them before the renames).
   // A file whose policy did not allow replacing (OutputPolicy::overwrite false) is renamed without
   // replacing (renameat2 RENAME_NOREPLACE, else link and unlink): a file that appeared under its
   // name since create() is kept and the commit fails with output_exists.

@@ -818,7 +818,8 @@ class TensorPass {
 
 // The float hyperparameters llama.cpp asserts on or divides by, against meta/float_ranges.cpp's table.
 void check_float_ranges(const ModelUnderCheck& model, std::string_view arch, Findings& out) {
-  for (const meta::FloatRule& rule : meta::architecture_float_rules()) {
+  for (const meta::FloatRule& table_rule : meta::architecture_float_rules()) {
+    const meta::FloatRule& rule = meta::architecture_float_rule(arch, table_rule);
     const KeyValue* kv = model.find(fmt::format("{}.{}", arch, rule.suffix));
     if (kv == nullptr) continue;
     const auto problem = meta::judge_float(rule, kv->key, kv->value);

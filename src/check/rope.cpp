@@ -54,10 +54,26 @@ std::optional<uint32_t> uint32_key(const ArchKeys& keys, std::string_view suffix
   return value;
 }
 
+// The bases and factors trained models have, generously: outside them a warning (rope.implausible_value).
+// Bases run from 10000 to a few 1e7 (rope_theta); factors (context extension) from 1 to a few dozen.
+constexpr meta::FloatInterval kPlausibleFreqBase{1, 1e10};
+constexpr meta::FloatInterval kPlausibleScalingFactor{1.0 / 1024, 1024};
+
+void warn_implausible(const KeyValue& kv, float value, const meta::FloatInterval& range, std::string_view why,
+                      Findings& out) {
+  if (range.contains(value)) return;
+  out.warning("rope.implausible_value", kv.key, kv.offset,
+              fmt::format("'{}' is {}, outside {}: {}", kv.key, value, range.text(), why));
+}
+
 void check_freq_base(const ArchKeys& keys, std::string_view suffix, Findings& out) {
   const auto base = float32_key(keys, suffix, out);
-  if (!base || (std::isfinite(*base) && *base > 0.0f)) return;
+  if (!base) return;
   const KeyValue* kv = keys.find(suffix);
+  if (std::isfinite(*base) && *base > 0.0f) {
+    return warn_implausible(*kv, *base, kPlausibleFreqBase,
+                            "no trained model has such a RoPE base (10000 to a few 1e7); set the model's rope_theta", out);
+  }
   out.error("rope.bad_freq_base", kv->key, kv->offset,
             fmt::format("{} is {}; RoPE needs a positive base (10000 is the usual default, newer models use "
                         "larger ones); set the model's rope_theta",
@@ -97,6 +113,12 @@ void check_scaling(const ArchKeys& keys, Findings& out) {
                           "context); llama.cpp would scale positions by its inverse",
                           factor_kv->key, *factor));
     return;
+  }
+  if (factor && *factor > 0.0f) {
+    warn_implausible(*factor_kv, *factor, kPlausibleScalingFactor,
+                     "a RoPE scaling factor is the context extension (2 to a few dozen); set the model's rope_scaling "
+                     "parameters",
+                     out);
   }
   // longrope takes its factors from the rope_factors_long/short tensors, not from this key.
   const bool scaling_declared = type_kv && type != "none";

@@ -67,8 +67,15 @@ Expected<Json> read_config_json(const std::filesystem::path& dir) {
   auto text = read_checkpoint_text(dir, kConfigFile);
   if (!text) return std::move(text).error();
   if (!*text) return make_error(ErrorCode::io_error, std::nullopt, std::string(kConfigFile), fmt::format("cannot open {}", path.string()));
-  Json root = Json::parse(**text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
+  Json root;
+  try {
+    root = Json::parse(**text);
+  } catch (const Json::exception& e) {  // where and why: "parse error at line 1, column 9: ..."
+    std::string what = e.what();
+    if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    return make_error(ErrorCode::bad_header, std::nullopt, std::string(kConfigFile), "not valid JSON: " + what);
+  }
+  if (!root.is_object()) {
     return make_error(ErrorCode::bad_header, std::nullopt, std::string(kConfigFile), "not a JSON object");
   }
   return root;

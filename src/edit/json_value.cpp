@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ggufkit/edit.h"
+#include "ggufkit/format.h"
 
 namespace ggufkit {
 namespace {
@@ -79,10 +80,40 @@ Expected<MetadataValue> convert(const nlohmann::json& j, ValueType leaf) {
   return parse_scalar_value(j.dump(), leaf);
 }
 
+// Refuses text nested deeper than a GGUF array may be, before anything recurses over it (the
+// conversion and the type inference below do): 40000 brackets are an error, not a stack overflow,
+// and nine empty arrays say they are too deep rather than empty.
+Expected<void> check_nesting(std::string_view text) {
+  uint32_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxArrayDepth) {
+        return make_error(ErrorCode::array_too_deep, std::nullopt, {},
+                          fmt::format("arrays nested more than {} deep", kMaxArrayDepth));
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Expected<MetadataValue> parse_json_value(std::string_view json_text, std::optional<ValueType> type,
                                          const ValueView* like) {
+  if (auto nesting = check_nesting(json_text); !nesting) return std::move(nesting).error();
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(json_text);

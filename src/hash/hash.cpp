@@ -490,7 +490,19 @@ Expected<GgufHashManifest> parse_gguf_hash_lines(Lines lines) {
   if (m.entries.empty()) {
     return make_error(ErrorCode::invalid_argument, std::nullopt, {}, "not a gguf-hash manifest: no digest lines");
   }
+  // FILE is the shortest name when the others are FILE:TENSOR. A name FILE:TENSOR is a tensor's even
+  // without a FILE line: alone, or beside other tensors' lines ("m.gguf:nope" is tensor "nope" of
+  // m.gguf, not the digest of a file of that name).
   m.file = m.entries[shortest].tensor;
+  const auto covers = [&](std::string_view file) {
+    return std::ranges::all_of(m.entries, [&](const GgufHashEntry& e) {
+      return e.tensor == file || (e.tensor.size() > file.size() + 1 && e.tensor.starts_with(file) && e.tensor[file.size()] == ':');
+    });
+  };
+  if (const size_t colon = m.file.rfind(':');
+      colon != std::string::npos && colon > 0 && (m.entries.size() == 1 || !covers(m.file))) {
+    m.file.resize(colon);
+  }
   for (size_t i = 0; i < m.entries.size(); ++i) {
     std::string& name = m.entries[i].tensor;
     if (name == m.file) {

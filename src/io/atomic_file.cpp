@@ -363,13 +363,51 @@ Expected<void> AtomicFile::commit_set(std::span<AtomicFile* const> files, bool s
     if (auto r = f->finish(sync); !r) return r;
   }
   if (cancelled()) return stop();
+  // Before the renames, each file a rename may replace gets a second name beside it (a hard link,
+  // ".NAME.saved-PID-N"): a failed rename can then put back the files the ones before it replaced.
+  std::vector<std::filesystem::path> saved(files.size());
+  std::vector<bool> existed(files.size());
+  const auto drop_saved = [&] {
+    for (const auto& p : saved) {
+      if (!p.empty()) ::unlink(p.c_str());
+    }
+  };
+  if (files.size() > 1) {
+    static std::atomic<uint64_t> counter{0};
+    for (size_t i = 0; i < files.size(); ++i) {
+      const AtomicFile& f = *files[i];
+      struct stat st {};
+      if (!f.may_replace_ || ::lstat(f.target_.c_str(), &st) != 0) continue;
+      existed[i] = true;
+      if (!S_ISREG(st.st_mode)) continue;
+      const std::filesystem::path p = f.target_.parent_path() /
+          fmt::format(".{}.saved-{}-{}", f.target_.filename().string(), ::getpid(), counter++);
+      if (::link(f.target_.c_str(), p.c_str()) == 0) saved[i] = p;
+    }
+  }
   // The renames, one right after the other: the only moment a kill can leave part of a set.
   for (size_t i = 0; i < files.size(); ++i) {
     if (auto r = files[i]->publish(); !r) {
-      for (size_t j = 0; j < i; ++j) ::unlink(files[j]->target_.c_str());  // no partial set
+      // No partial set: each file renamed already is taken back, the one it replaced put back.
+      for (size_t j = 0; j < i; ++j) {
+        AtomicFile& f = *files[j];
+        if (!saved[j].empty()) {
+          if (::rename(saved[j].c_str(), f.target_.c_str()) == 0) saved[j].clear();
+          continue;
+        }
+        // Only this commit's file, not whatever has its name now; a replaced file that could not be
+        // saved is not removed (the new file stays in its place).
+        struct stat ours {}, there {};
+        if (!existed[j] && f.lock_fd_ >= 0 && ::fstat(f.lock_fd_, &ours) == 0 &&
+            ::lstat(f.target_.c_str(), &there) == 0 && ours.st_dev == there.st_dev && ours.st_ino == there.st_ino) {
+          ::unlink(f.target_.c_str());
+        }
+      }
+      drop_saved();
       return r;
     }
   }
+  drop_saved();
   // Then the marks go (a finished file is an ordinary file), and the locks.
   for (AtomicFile* f : files) {
     if (f->lock_fd_ < 0) continue;

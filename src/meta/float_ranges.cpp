@@ -68,6 +68,17 @@ constexpr FloatRule kArchitectureRules[] = {
     {"expert_weights_scale", kFinite, kMultiplierMust, kNonNegative, kMultiplierShould},
 };
 
+// granite's graph (granite, granitemoe and minicpm share it; granite_swa, graniteswitch) scales the
+// logits by 1/logit_scale whatever it is (models/granite.cpp: ggml_scale(cur, 1.0f / f_logit_scale)):
+// there 0 divides by zero. granitehybrid, command-r and cohere2 skip it at 0; grok, talkie and
+// muse-glimmer multiply by it: the table's rule holds for them.
+constexpr std::string_view kDivisorMust =
+    "granite's graph divides its logits by logit_scale whatever it is: 0 divides by zero, NaN or an infinity makes "
+    "every logit NaN, and a negative one flips them";
+constexpr FloatRule kDividedLogitScale{"logit_scale", kPositive, kDivisorMust, kPositive, kDivisorMust};
+constexpr std::string_view kDividingArchitectures[] = {"granite", "granitemoe", "granite_swa", "graniteswitch",
+                                                       "minicpm"};
+
 // The RoPE pass's floats besides the base and the factor (check/rope.cpp checks those): yarn's
 // magnitude and correction parameters (ggml's rope: ext_factor mixes the extrapolated and
 // interpolated angles, attn_factor scales the result, beta_fast/beta_slow place the correction
@@ -126,6 +137,13 @@ std::string FloatInterval::text() const {
 }
 
 std::span<const FloatRule> architecture_float_rules() { return kArchitectureRules; }
+const FloatRule& architecture_float_rule(std::string_view arch, const FloatRule& rule) {
+  if (rule.suffix != kDividedLogitScale.suffix) return rule;
+  for (const std::string_view a : kDividingArchitectures) {
+    if (a == arch) return kDividedLogitScale;
+  }
+  return rule;
+}
 std::span<const FloatRule> projector_float_rules() { return kProjectorRules; }
 std::span<const FloatRule> rope_float_rules() { return kRopeRules; }
 

@@ -34,6 +34,9 @@ struct FloatRule {
 
 // Keys "{arch}.<suffix>" (llama-model.cpp, llama-graph.cpp, src/models/*.cpp).
 std::span<const FloatRule> architecture_float_rules();
+// The rule `arch` is held to for one of architecture_float_rules(): that rule, or the architecture's
+// own (granite's graph divides by logit_scale, where the others multiply by it).
+const FloatRule& architecture_float_rule(std::string_view arch, const FloatRule& rule);
 // Keys "{arch}.rope.*" but the base and the factor (which check/rope.cpp checks in its own code).
 std::span<const FloatRule> rope_float_rules();
 // Keys "clip.<suffix>" (tools/mtmd/clip.cpp, mtmd-image.cpp); arrays are judged element by element.

@@ -474,6 +474,43 @@ TEST(ArchitectureFloats, SoftcapsAndScalesOutsideTheirRange) {
   EXPECT_EQ(describe_all(check_model(m)), "");
 }
 
+// Issue 29 review: granite's graph divides its logits by logit_scale whatever it is (models/granite.cpp),
+// so 0 passed --strict and divided by zero. For it (and granitemoe, minicpm, granite_swa, graniteswitch)
+// 0 and negatives are errors; command-r and cohere2 skip a 0, and keep the table's rule.
+TEST(ArchitectureFloats, GraniteDividesByItsLogitScale) {
+  const auto findings_with = [](const std::string& arch, std::optional<float> scale) {
+    Model m = llama_model();  // llama's tensors and hyperparameters under `arch`'s name
+    m.arch = arch;
+    for (auto& [key, value] : m.keys) {
+      if (key.starts_with("llama.")) key = arch + key.substr(5);
+    }
+    m.set("general.architecture", MetadataValue::string(arch));
+    if (scale) m.set(arch + ".logit_scale", MetadataValue::of(*scale));
+    std::string all;
+    for (const Finding& f : check_model(m)) all += fmt::format("{} {} {}: {}\n", severity_name(f.severity), f.code, f.subject, f.message);
+    return all;
+  };
+  const std::string why =
+      "granite's graph divides its logits by logit_scale whatever it is: 0 divides by zero, NaN or an infinity makes "
+      "every logit NaN, and a negative one flips them";
+  for (const std::string arch : {"granite", "granitemoe", "minicpm"}) {
+    SCOPED_TRACE(arch);
+    // No table for the architecture's tensors: the one info, with a valid scale.
+    const std::string fine = fmt::format(
+        "info arch.unknown_architecture general.architecture: llama.cpp knows architecture '{}', but gguf check has no "
+        "table for it yet: its tensors and its own hyperparameters were not checked (the types of those every "
+        "architecture has were)\n", arch);
+    EXPECT_EQ(findings_with(arch, 8.0f), fine);
+    for (const float bad : {0.0f, -8.0f}) {
+      EXPECT_EQ(findings_with(arch, bad),
+                fmt::format("error arch.bad_hyperparameter {0}.logit_scale: '{0}.logit_scale' is {1}, outside (0, inf): {2}; {3}\n",
+                            arch, bad, why, kReconvertAdvice) + fine);
+    }
+  }
+  // command-r multiplies by it, and skips a 0.
+  EXPECT_EQ(findings_with("command-r", 0.0f), findings_with("command-r", 0.0625f));
+}
+
 TEST(ArchitectureScope, UnknownArchitectureGetsOneInfo) {
   for (const char* arch : {"falcon", "no-such-architecture"}) {
     Model m = llama_model();

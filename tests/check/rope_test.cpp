@@ -187,6 +187,17 @@ TEST(CheckRope, AttnFactorAsFloat64IsAnError) {
   expect_single(check_model(b), kRope, "rope.wrong_type", Severity::error);
 }
 
+// The rope.* findings of a yarn-scaled model with `key` set to `value`, one "severity code message" line each.
+std::string rope_findings_with(const std::string& key, float value) {
+  auto b = scaled("yarn", 4.0f, 2048, 8192);
+  set(b, key, MetadataValue::of(value));
+  std::string all;
+  for (const Finding& f : check_model(b).findings) {
+    if (f.code.starts_with(kRope)) all += fmt::format("{} {} {}\n", severity_name(f.severity), f.code, f.message);
+  }
+  return all;
+}
+
 // Issue 29: yarn's and the attention factor's floats, against meta/float_ranges.cpp's table.
 TEST(CheckRope, ScalingFloatsOutsideTheirRange) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
@@ -208,13 +219,7 @@ TEST(CheckRope, ScalingFloatsOutsideTheirRange) {
   };
   for (const auto& [suffix, value, expected] : cases) {
     SCOPED_TRACE(suffix);
-    auto b = scaled("yarn", 4.0f, 2048, 8192);
-    set(b, "llama.rope.scaling." + suffix, MetadataValue::of(value));
-    std::string all;
-    for (const Finding& f : check_model(b).findings) {
-      if (f.code.starts_with(kRope)) all += fmt::format("{} {} {}\n", severity_name(f.severity), f.code, f.message);
-    }
-    EXPECT_EQ(all, expected + "; set the model's rope_scaling parameters\n");
+    EXPECT_EQ(rope_findings_with("llama.rope.scaling." + suffix, value), expected + "; set the model's rope_scaling parameters\n");
   }
   // llama.cpp's defaults pass (ext_factor -1: "not set").
   auto b = scaled("yarn", 4.0f, 2048, 8192);
@@ -222,6 +227,29 @@ TEST(CheckRope, ScalingFloatsOutsideTheirRange) {
                                       {"yarn_beta_slow", 1.0f}, {"yarn_ext_factor", -1.0f}, {"yarn_log_multiplier", 0.1f}}) {
     set(b, std::string("llama.rope.scaling.") + suffix, MetadataValue::of(value));
   }
+  expect_none(check_model(b), kRope);
+}
+
+// Issue 29 review: a base or a factor of 1e30 (or a factor of 1e-30) passed without a word.
+TEST(CheckRope, ImplausibleBasesAndFactorsAreWarnings) {
+  const std::string base_why = "no trained model has such a RoPE base (10000 to a few 1e7); set the model's rope_theta";
+  const std::string factor_why =
+      "a RoPE scaling factor is the context extension (2 to a few dozen); set the model's rope_scaling parameters";
+  const std::tuple<std::string, float, std::string> cases[] = {
+      {"rope.freq_base", 1e30f, "warning rope.implausible_value 'llama.rope.freq_base' is 1e+30, outside [1, 10000000000]: " + base_why},
+      {"rope.freq_base", 0.5f, "warning rope.implausible_value 'llama.rope.freq_base' is 0.5, outside [1, 10000000000]: " + base_why},
+      {"rope.scaling.factor", 1e30f,
+       "warning rope.implausible_value 'llama.rope.scaling.factor' is 1e+30, outside [0.0009765625, 1024]: " + factor_why},
+      {"rope.scaling.factor", 1e-30f,
+       "warning rope.implausible_value 'llama.rope.scaling.factor' is 1e-30, outside [0.0009765625, 1024]: " + factor_why},
+  };
+  for (const auto& [suffix, value, expected] : cases) {
+    SCOPED_TRACE(suffix);
+    EXPECT_EQ(rope_findings_with("llama." + suffix, value), expected + "\n");
+  }
+  // Llama 3's base and DeepSeek's factor of 40 pass.
+  auto b = scaled("yarn", 40.0f, 4096, 163840);
+  set(b, "llama.rope.freq_base", MetadataValue::of(500000.0f));
   expect_none(check_model(b), kRope);
 }
 

@@ -221,6 +221,27 @@ TEST(CliReport, DiffOfKeysAndATensor) {
   fs::remove_all(dir);
 }
 
+// Issue 29 review: a manifest of entries for tensors the model lacks was reported as that many
+// "tensors ... checked", and "1 file(s)". The counts are the model's tensors and files, compared.
+TEST(CliReport, HashCheckCountsWhatItCompared) {
+  const fs::path dir = ggufkit::test::temp_dir("cli-report-count");
+  const fs::path model = dir / "m.gguf", manifest = dir / "big.manifest";
+  fs::copy_file(ggufkit::test::sample_model(), model);
+  const CommandResult made = run_gguf({"hash", model.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  // The model's own manifest plus three tensors it does not have.
+  std::ofstream(manifest, std::ios::binary) << made.out << "tensor 0123456789abcdef 4 x.0\ntensor 0123456789abcdef 4 x.1\n"
+                                            << "tensor 0123456789abcdef 4 x.2\n";
+  const CommandResult r = run_gguf({"hash", model.string(), "--check", manifest.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "");
+  std::string expected;
+  for (int i = 0; i < 3; ++i) expected += fmt::format("missing_tensor x.{}: the manifest lists it, the model does not have it\n", i);
+  expected += fmt::format("{}: FAILED (20 tensors and 1 file checked with xxh64, 3 mismatches)\n", model.string());
+  EXPECT_EQ(r.out, expected);
+  fs::remove_all(dir);
+}
+
 TEST(CliReport, HashCheckMismatches) {
   const fs::path dir = ggufkit::test::temp_dir("cli-report-hash");
   const fs::path model = dir / "m.gguf", bad = dir / "bad.gguf", manifest = dir / "m.manifest";
@@ -243,7 +264,7 @@ TEST(CliReport, HashCheckMismatches) {
     text += m.name.empty() ? fmt::format("{}: {}\n", m.kind, m.message) : fmt::format("{} {}: {}\n", m.kind, m.name, m.message);
     entries.push_back({{"kind", m.kind}, {"name", m.name}, {"message", m.message}});
   }
-  text += fmt::format("{}: FAILED (20 tensors and 1 file(s) checked with xxh64, 2 mismatches)\n", bad.string());
+  text += fmt::format("{}: FAILED (20 tensors and 1 file checked with xxh64, 2 mismatches)\n", bad.string());
   const CommandResult t = run_gguf({"hash", bad.string(), "--check", manifest.string()});
   EXPECT_EQ(t.exit_code, 1);
   EXPECT_EQ(t.err, "");

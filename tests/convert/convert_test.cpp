@@ -684,6 +684,13 @@ TEST(Convert, Refusals) {
   Error e = plan_error(m, "no-config", [](const auto& dir) { std::filesystem::remove(dir / "config.json"); });
   EXPECT_EQ(e.code, ErrorCode::io_error);
   EXPECT_NE(e.describe().find("config.json"), std::string::npos);
+  // Issue 29 review: a config.json that is not JSON said only "not a JSON object": where and why.
+  e = plan_error(m, "bad-json", [](const auto& dir) { std::ofstream(dir / "config.json") << "{\"a\": 1,,}"; });
+  EXPECT_EQ(e.code, ErrorCode::bad_header);
+  EXPECT_EQ(e.describe(), "'config.json': not valid JSON: parse error at line 1, column 9: syntax error while parsing object key - "
+                          "unexpected ','; expected string literal");
+  e = plan_error(m, "json-array", [](const auto& dir) { std::ofstream(dir / "config.json") << "[1]"; });
+  EXPECT_EQ(e.describe(), "'config.json': not a JSON object");
 
   TinyModel unknown = m;
   unknown.arch = "GPT2LMHeadModel";

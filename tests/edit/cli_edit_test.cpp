@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "ggufkit/reader.h"
 #include "test_support.h"
 
@@ -60,6 +63,25 @@ TEST_F(CliEdit, ChatTemplateFromAFileComesBackByteForByte) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(run_gguf({"get", model.string(), "tokenizer.chat_template.tool_use"}).out, jinja);
   expect_same_tensors(model);
+}
+
+// Issue 29 review: a file that reports size 0 (/proc) gave an empty value with exit 0. The file
+// is read to its end, whatever size fstat reports.
+TEST_F(CliEdit, FromFileReadsToTheEndWhateverSizeTheFileReports) {
+  const fs::path out = dir / "out.gguf";
+  auto r = run_gguf({"set", model.string(), "general.name", "--from-file", "/proc/version", "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  std::ifstream in("/proc/version", std::ios::binary);
+  const std::string version((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(version.size(), 20u);
+  // The change, its new value shortened for display, then the new file.
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_TRUE(lines[0].starts_with("set general.name: \"ggufkit tiny sample\" -> \"" + version.substr(0, 20))) << lines[0];
+  EXPECT_EQ(lines[1], fmt::format("{}: new file {}", out.string(), out.string()));
+  const GgufFile f = reopen(out);
+  EXPECT_EQ(f.get("general.name")->as_string(), version);
 }
 
 TEST_F(CliEdit, ExistingKeysKeepTheirTypeNewKeysAreInferred) {
@@ -127,8 +149,28 @@ TEST_F(CliEdit, ArraysNestedDeeperThanTheReaderReadsAreRefused) {
   auto r = run_gguf({"set", model.string(), "test.deep", "--json", nested(9)});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, fmt::format("gguf: {}: 'test.deep': after this edit the file would not open: arrays nested more than 8 deep [array_too_deep]\n", model.string()));
+  EXPECT_EQ(r.err, fmt::format("gguf: {}: 'test.deep': arrays nested more than 8 deep [array_too_deep]\n", model.string()));
   EXPECT_EQ(read_bytes(model), before);
+  // Issue 29 review: 40000 levels overflowed the stack (SIGSEGV), nine empty arrays were "an empty
+  // array": the depth is checked first, on the text, with --type or without.
+  for (const auto& [json, typed] : std::vector<std::pair<std::string, bool>>{
+           {nested(40000), true}, {nested(40000), false}, {"[[[[[[[[[]]]]]]]]]", false}, {"[[[[[[[[[]]]]]]]]]", true},
+           {"[\"]]\\\"[[[[[[[[[[\", [[[[[[[[[]]]]]]]]]]", false}}) {
+    SCOPED_TRACE(json.substr(0, 40));
+    std::vector<std::string> args{"set", model.string(), "test.deep", "--json", json};
+    if (typed) args.insert(args.end(), {"--type", "uint8"});
+    r = run_gguf(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, fmt::format("gguf: {}: 'test.deep': arrays nested more than 8 deep [array_too_deep]\n", model.string()));
+    EXPECT_EQ(read_bytes(model), before);
+  }
+  // Brackets inside strings are not nesting.
+  r = run_gguf({"set", model.string(), "test.brackets", "--json", "[\"[[[[[[[[[[\\\"[[[[\"]"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(*reopen(model).get("test.brackets")->as_array()->strings().begin(), "[[[[[[[[[[\"[[[[");
+  r = run_gguf({"rm", model.string(), "test.brackets"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   // Eight levels are the reader's limit: written, read back, and removed again.
   r = run_gguf({"set", model.string(), "test.deep", "--json", nested(8)});
   ASSERT_EQ(r.exit_code, 0) << r.err;

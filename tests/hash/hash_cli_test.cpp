@@ -56,6 +56,27 @@ TEST(HashCli, ManifestThenCheck) {
   fs::remove_all(dir);
 }
 
+// Issue 29 review: the model's own digest on a line naming FILE:nope passed as the model's line.
+// It is tensor "nope", which the model lacks.
+TEST(HashCli, AFileColonTensorLineIsATensorTheModelMayLack) {
+  const fs::path dir = test::temp_dir("hash-cli-colon");
+  const fs::path model = dir / "m.gguf", manifest = dir / "m.manifest";
+  fs::copy_file(test::sample_model(), model);
+  const auto line = run_gguf({"hash", model.string(), "--format", "gguf-hash", "--no-layer"});
+  ASSERT_EQ(line.exit_code, 0) << line.err;
+  write_text(manifest, line.out.substr(0, line.out.size() - 1) + ":nope\n");
+  const auto r = run_gguf({"hash", model.string(), "--check", manifest.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "");
+  // Each of the model's 20 tensors unlisted, "nope" missing, the verdict (no model line: not checked).
+  const auto lines = test::lines_of(r.out);
+  ASSERT_EQ(lines.size(), 22u) << r.out;
+  for (size_t i = 0; i < 20; ++i) EXPECT_TRUE(lines[i].starts_with("unexpected_tensor ")) << lines[i];
+  EXPECT_EQ(lines[20], "missing_tensor nope: the manifest has a xxh64 line for it, the file does not have it");
+  EXPECT_EQ(lines[21], model.string() + ": FAILED (20 tensors checked with xxh64 against a gguf-hash manifest, 21 mismatches)");
+  fs::remove_all(dir);
+}
+
 // gguf-hash's options: its lines (text and JSON), and the refusals with their one line.
 TEST(HashCli, GgufHashOptions) {
   const std::string model = test::sample_model().string();

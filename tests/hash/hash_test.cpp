@@ -293,6 +293,32 @@ TEST(GgufHash, BadLinesAreRefusedWithTheLineAndWhy) {
   }
 }
 
+// Issue 29 review: a lone "FILE:TENSOR" line was taken as the digest of a file named so (the shortest
+// name is FILE), and "nope" was never looked for. A name FILE:TENSOR is a tensor's.
+TEST(GgufHash, AFileColonTensorNameIsATensorEvenWithoutTheFileLine) {
+  const std::string h(16, 'a');
+  const auto entries = [](const GgufHashManifest& m) {
+    std::string out = m.file + " |";
+    for (const GgufHashEntry& e : m.entries) out += " [" + e.tensor + "]";
+    return out;
+  };
+  const struct {
+    std::string text;
+    std::string parsed;
+  } cases[] = {
+      {"xxh64     " + h + "  evil.gguf:nope\n", "evil.gguf | [nope]"},
+      {"xxh64     " + h + "  m.gguf:t1\nxxh64     " + h + "  m.gguf:t2\n", "m.gguf | [t1] [t2]"},
+      // A file whose name has a colon, with its own line: still that file.
+      {"xxh64     " + h + "  a:b.gguf:t\nxxh64     " + h + "  a:b.gguf\n", "a:b.gguf | [t] []"},
+      {"xxh64     " + h + "  m.gguf\n", "m.gguf | []"},
+  };
+  for (const auto& c : cases) {
+    const auto m = parse_gguf_hash(c.text);
+    ASSERT_TRUE(m) << c.text << m.error().describe();
+    EXPECT_EQ(entries(*m), c.parsed) << c.text;
+  }
+}
+
 TEST(GgufHash, ComparisonNamesMissingUnexpectedAndDifferentTensors) {
   const std::string a(16, 'a'), b(16, 'b');
   const auto expected = parse_gguf_hash("xxh64     " + a + "  m.gguf:t1\nxxh64     " + a + "  m.gguf:t2\n" +

@@ -266,7 +266,8 @@ def test_a_missing_tensor_abandons_the_file(tmp_path):
 def test_values_that_do_not_fit_their_type_name_the_key(tmp_path):
     for add, key, value, message in [
             ("add_uint64", "k.u64", -1, r"k.u64: -1 is not a uint64"),
-            ("add_int64", "k.i64", 2**70, r"k.i64: 1180591620717411303424 is not a int64"),
+            ("add_int64", "k.i64", 2**70, r"k.i64: 1180591620717411303424 is not an int64"),
+            ("add_array", "k.arr", [2**70], r"k.arr: \[1180591620717411303424\] is not an array of int32"),
             ("add_uint8", "k.u8", 300, r"k.u8: value out of range"),
             ("add_array", "k.mixed", [1, "a"], r"k.mixed: All items in a GGUF array should be of the same type")]:
         w = ggufkit.GGUFWriter(tmp_path / "x.gguf", "llama")
@@ -308,6 +309,20 @@ def test_arrays_nested_deeper_than_the_reader_reads_are_refused(tmp_path):
     with pytest.raises(ggufkit.GGUFError) as e:
         ggufkit.set(tmp_path / "e.gguf", "k.deep", nested(9), sync=False)
     assert (e.value.code, str(e.value)) == (
-        "array_too_deep", f"{tmp_path / 'e.gguf'}: 'k.deep': after this edit the file would not open: arrays nested "
-        "more than 8 deep")
+        "array_too_deep", f"{tmp_path / 'e.gguf'}: 'k.deep': arrays nested more than 8 deep")
     assert (tmp_path / "e.gguf").read_bytes() == before
+
+
+def test_a_list_nested_past_any_stack_or_inside_itself_is_refused_as_too_deep(tmp_path):
+    # Issue 29 review: 50000 nested lists, or a list holding itself, crashed the interpreter (SIGSEGV).
+    itself = []
+    itself.append(itself)
+    for value in (nested(50000), itself):
+        w = ggufkit.GGUFWriter(tmp_path / "x.gguf", "llama")
+        w.add_array("k.deep", value)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        with pytest.raises(ggufkit.GGUFError) as e:
+            w.write_ti_data_to_file()
+        assert (e.value.code, str(e.value)) == ("array_too_deep", f"{tmp_path / 'x.gguf'}: 'k.deep': arrays nested more than 8 deep")
+        assert os.listdir(tmp_path) == []

@@ -111,8 +111,9 @@ size_t print_check(Printer& p, Report& report, const std::string& file, const Ma
   p.begin_line();
   p.field("file", file, file);
   p.field("ok", mismatches == 0, mismatches == 0 ? ": OK (" : ": FAILED (");
-  p.field("tensors_checked", expected.tensors.size(), fmt::format("{} tensors", expected.tensors.size()));
-  p.field("files_checked", expected.files.size(), fmt::format(" and {} file(s)", expected.files.size()));
+  // What was compared: the model's tensors and files (a listed one the model lacks is a mismatch).
+  p.field("tensors_checked", actual.tensors.size(), plural(actual.tensors.size(), "tensor", "tensors"));
+  p.field("files_checked", actual.files.size(), " and " + plural(actual.files.size(), "file", "files"));
   p.field("algorithm", ggufkit::digest_algorithm_name(expected.algorithm),
           fmt::format(" checked with {}", ggufkit::digest_algorithm_name(expected.algorithm)));
   p.field("mismatch_count", mismatches, ", " + plural(mismatches, "mismatch", "mismatches") + ")");

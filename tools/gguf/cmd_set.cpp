@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -40,7 +41,7 @@ bool refuse_unknown_key(const ggufkit::GgufFile& file, const std::string& key, b
 }
 
 // --from-file's value: the bytes of a regular file of at most kMaxStringLength (the longest string
-// the reader accepts), read straight into the value. A FIFO, a device or a directory is refused
+// the reader accepts), read to its end whatever size it reports. A FIFO, a device or a directory is refused
 // before anything is read (opened without blocking, then fstat).
 std::optional<ggufkit::MetadataValue> value_from_file(const std::string& path) {
   const auto refuse = [&](std::string_view why) {
@@ -67,21 +68,25 @@ std::optional<ggufkit::MetadataValue> value_from_file(const std::string& path) {
   if (size > ggufkit::kMaxStringLength) {
     return refuse(fmt::format("{} bytes, over the {} byte limit of a GGUF string", size, ggufkit::kMaxStringLength));
   }
-  auto value = ggufkit::MetadataValue::string_filled(size, [&](std::span<char> out) -> ggufkit::Expected<void> {
-    for (size_t done = 0; done < out.size();) {
-      const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        return ggufkit::make_error(ggufkit::ErrorCode::io_error, std::nullopt, {},
-                                   n < 0 ? fmt::format("read error: {}", std::strerror(errno))
-                                         : std::string("the file shrank while it was read"));
+  // Read to the end: st_size is a hint only (a /proc file reports 0, a file may grow while it is read).
+  std::string text(static_cast<size_t>(std::max<uint64_t>(size, 4096)) + 1, '\0');
+  size_t done = 0;
+  for (;;) {
+    if (done == text.size()) {
+      if (done > ggufkit::kMaxStringLength) {
+        return refuse(fmt::format("more than {} bytes, over the {} byte limit of a GGUF string",
+                                  ggufkit::kMaxStringLength, ggufkit::kMaxStringLength));
       }
-      done += static_cast<size_t>(n);
+      text.resize(static_cast<size_t>(std::min<uint64_t>(uint64_t{done} * 2, ggufkit::kMaxStringLength + 1)));
     }
-    return {};
-  });
-  if (!value) return refuse(value.error().message);
-  return std::move(*value);
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return refuse(fmt::format("read error: {}", std::strerror(errno)));
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  text.resize(done);
+  return ggufkit::MetadataValue::string(text);
 }
 
 // The value for KEY: the existing key's type is kept unless --type gives one; a new key's is inferred.
