@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -127,9 +128,9 @@ std::optional<double> median_seconds(const std::string& name, bool cpu = false) 
 
 enum class ChildWork { baseline, ggufkit, llama_cpp };
 
-// ru_maxrss (bytes) of a forked child that loads the oracle library and then does the work once.
-// std::nullopt when the child fails.
-std::optional<int64_t> child_maxrss(ChildWork work, const fs::path& path) {
+// Runs `child` in a forked process (it must end with _exit) and returns what wait4 reports of it;
+// std::nullopt when the fork fails or the child does not exit with 0.
+std::optional<struct rusage> run_child(const std::function<void()>& child) {
     std::fflush(stdout);
     std::fflush(stderr);
     const pid_t pid = fork();
@@ -137,6 +138,21 @@ std::optional<int64_t> child_maxrss(ChildWork work, const fs::path& path) {
         return std::nullopt;
     }
     if (pid == 0) {
+        child();
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    if (wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        return std::nullopt;
+    }
+    return usage;
+}
+
+// ru_maxrss (bytes) of a forked child that loads the oracle library and then does the work once.
+// std::nullopt when the child fails.
+std::optional<int64_t> child_maxrss(ChildWork work, const fs::path& path) {
+    const auto usage = run_child([&] {
         std::unique_ptr<OracleGgml> oracle = OracleGgml::load(nullptr);
         bool ok = true;
         switch (work) {
@@ -145,13 +161,11 @@ std::optional<int64_t> child_maxrss(ChildWork work, const fs::path& path) {
             case ChildWork::llama_cpp: ok = oracle != nullptr && oracle->open_and_free(path.string()); break;
         }
         _exit(ok ? 0 : 1);
-    }
-    int status = 0;
-    struct rusage usage {};
-    if (wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    });
+    if (!usage) {
         return std::nullopt;
     }
-    return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+    return static_cast<int64_t>(usage->ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 // The smallest of a few runs: the peak is deterministic up to allocator and page-fault noise.
@@ -174,25 +188,16 @@ std::optional<int64_t> min_child_maxrss(ChildWork work, const fs::path& path, in
 std::optional<double> info_process_cpu_seconds(const fs::path& path, int runs = 21) {
     std::vector<double> cpu;
     for (int i = 0; i < runs; ++i) {
-        std::fflush(stdout);
-        std::fflush(stderr);
-        const pid_t pid = fork();
-        if (pid < 0) {
-            return std::nullopt;
-        }
-        if (pid == 0) {
+        const auto usage = run_child([&] {
             const int null = open("/dev/null", O_WRONLY);
             dup2(null, STDOUT_FILENO);
             execl(GGUFKIT_CLI, GGUFKIT_CLI, "info", path.c_str(), static_cast<char*>(nullptr));
-            _exit(127);
-        }
-        int status = 0;
-        struct rusage usage {};
-        if (wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        });
+        if (!usage) {
             return std::nullopt;
         }
         const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-        cpu.push_back(seconds(usage.ru_utime) + seconds(usage.ru_stime));
+        cpu.push_back(seconds(usage->ru_utime) + seconds(usage->ru_stime));
     }
     std::sort(cpu.begin(), cpu.end());
     return cpu[cpu.size() / 2];

@@ -6,13 +6,13 @@
 // pre-tokenizer hash use it.
 #include "hash/digest.h"
 
-#include <dlfcn.h>
+#include "io/lazy_library.h"
+
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <xxhash.h>
 
 #include <array>
-#include <mutex>
 #include <new>
 #include <stdexcept>
 
@@ -59,34 +59,16 @@ struct Crypto {
 };
 
 const Crypto& crypto() {
-  static Crypto c;
-  static std::string failure;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* lib = ::dlopen(GGUFKIT_LIBCRYPTO_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = ::dlerror();
-      failure = fmt::format("cannot load {}: {}", GGUFKIT_LIBCRYPTO_SONAME, why != nullptr ? why : "unknown reason");
-      return;
-    }
-    bool ok = true;
-    const auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-      if (fn == nullptr) {
-        ok = false;
-        failure = fmt::format("{} has no {}", GGUFKIT_LIBCRYPTO_SONAME, name);
-      }
-    };
-    bind(c.md_ctx_new, "EVP_MD_CTX_new");
-    bind(c.md_ctx_free, "EVP_MD_CTX_free");
-    bind(c.sha1, "EVP_sha1");
-    bind(c.sha256, "EVP_sha256");
-    bind(c.init, "EVP_DigestInit_ex");
-    bind(c.update, "EVP_DigestUpdate");
-    bind(c.final, "EVP_DigestFinal_ex");
-    if (!ok) c = Crypto{};  // the library stays loaded (RTLD_NODELETE is not needed: nothing unloads it)
-  });
-  if (c.md_ctx_new == nullptr) throw std::runtime_error("libcrypto: " + failure);
+  static const Crypto c = [] {
+    static io::LazyLibrary lib(GGUFKIT_LIBCRYPTO_SONAME);
+    Crypto f;
+    const bool ok = lib.bind(f.md_ctx_new, "EVP_MD_CTX_new") & lib.bind(f.md_ctx_free, "EVP_MD_CTX_free") &
+                    lib.bind(f.sha1, "EVP_sha1") & lib.bind(f.sha256, "EVP_sha256") &
+                    lib.bind(f.init, "EVP_DigestInit_ex") & lib.bind(f.update, "EVP_DigestUpdate") &
+                    lib.bind(f.final, "EVP_DigestFinal_ex");
+    if (!ok) throw std::runtime_error("libcrypto: " + lib.error());
+    return f;
+  }();
   return c;
 }
 

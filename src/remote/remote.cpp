@@ -6,6 +6,7 @@
 #include "ggufkit/atomic_file.h"
 #include "ggufkit/sink.h"
 #include "ggufkit/writer.h"
+#include "io/lazy_library.h"
 
 #include <algorithm>
 #include <cctype>
@@ -230,11 +231,46 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   }
 }
 
+// libcurl, loaded by the first remote read (io/lazy_library.h): linked, its 39 libraries would be
+// bound at the start of every verb, local ones included.
+struct CurlApi {
+  decltype(&curl_global_init) global_init = nullptr;
+  decltype(&curl_easy_init) easy_init = nullptr;
+  decltype(&curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&curl_easy_reset) easy_reset = nullptr;
+  decltype(&curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&curl_easy_perform) easy_perform = nullptr;
+  decltype(&curl_easy_getinfo) easy_getinfo = nullptr;
+  decltype(&curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&curl_slist_append) slist_append = nullptr;
+  decltype(&curl_slist_free_all) slist_free_all = nullptr;
+};
+
+// The bound functions, or nullptr with `why` saying what is missing.
+const CurlApi* curl_api(std::string* why) {
+  static io::LazyLibrary lib(GGUFKIT_LIBCURL_SONAME);
+  static const CurlApi api = [] {
+    CurlApi f;
+    const bool ok = lib.bind(f.global_init, "curl_global_init") & lib.bind(f.easy_init, "curl_easy_init") &
+                    lib.bind(f.easy_cleanup, "curl_easy_cleanup") & lib.bind(f.easy_reset, "curl_easy_reset") &
+                    lib.bind(f.easy_setopt, "curl_easy_setopt") & lib.bind(f.easy_perform, "curl_easy_perform") &
+                    lib.bind(f.easy_getinfo, "curl_easy_getinfo") & lib.bind(f.easy_strerror, "curl_easy_strerror") &
+                    lib.bind(f.slist_append, "curl_slist_append") & lib.bind(f.slist_free_all, "curl_slist_free_all");
+    if (!ok || f.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return CurlApi{};
+    return f;
+  }();
+  if (api.easy_init == nullptr) {
+    if (why != nullptr) *why = lib.error().empty() ? std::string("libcurl could not be initialised") : lib.error();
+    return nullptr;
+  }
+  return &api;
+}
+
 struct CurlDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+  void operator()(CURL* c) const { curl_api(nullptr)->easy_cleanup(c); }
 };
 struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+  void operator()(curl_slist* l) const { curl_api(nullptr)->slist_free_all(l); }
 };
 
 bool retryable(CURLcode rc) {
@@ -255,10 +291,11 @@ class HeaderReader {
   }
 
   Expected<void> start() {
-    static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-    if (!initialised) return network_error("libcurl could not be initialised");
-    curl_.reset(curl_easy_init());
-    if (!curl_) return network_error("libcurl could not be initialised");
+    std::string why;
+    curl_ = curl_api(&why);
+    if (curl_ == nullptr) return network_error(why);
+    handle_.reset(curl_->easy_init());
+    if (!handle_) return network_error("libcurl could not be initialised");
     prefix_ = std::make_shared<std::vector<std::byte>>();
     return {};
   }
@@ -344,7 +381,7 @@ class HeaderReader {
 
   Expected<void> perform(uint64_t target, Transfer& t) {
     server_error_ = reset_ = false;
-    CURL* c = curl_.get();
+    CURL* c = handle_.get();
     t.prefix = prefix_.get();
     t.origin = origin_;
     t.start = origin_ + prefix_->size();
@@ -357,38 +394,38 @@ class HeaderReader {
     };
     const std::string url = current_url();
     std::unique_ptr<curl_slist, SlistDeleter> headers;
-    const auto add = [&](const std::string& h) { headers.reset(curl_slist_append(headers.release(), h.c_str())); };
+    const auto add = [&](const std::string& h) { headers.reset(curl_->slist_append(headers.release(), h.c_str())); };
     // The token only for the host it belongs to: never to the one a redirect leads to.
     if (!token_.empty() && authority_of(url) == token_authority_) add("Authorization: Bearer " + token_);
     const bool pinned = !etag_.empty() && !etag_.starts_with("W/");
     if (pinned) add("If-Range: " + etag_);
     const std::string range = fmt::format("{}-{}", t.start, origin_ + target - 1);
     char errors[CURL_ERROR_SIZE] = {};
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "ggufkit");
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errors);
+    curl_->easy_reset(c);
+    curl_->easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_->easy_setopt(c, CURLOPT_RANGE, range.c_str());
+    curl_->easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+    curl_->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_->easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
+    curl_->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_->easy_setopt(c, CURLOPT_USERAGENT, "ggufkit");
+    curl_->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_->easy_setopt(c, CURLOPT_ERRORBUFFER, errors);
     const long timeout = std::max<long>(1, static_cast<long>(options_.timeout_seconds + 0.5));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::max<long>(1, static_cast<long>(options_.timeout_seconds * 1000)));
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, timeout);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-    const CURLcode rc = curl_easy_perform(c);
+    curl_->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::max<long>(1, static_cast<long>(options_.timeout_seconds * 1000)));
+    curl_->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, timeout);
+    curl_->easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_->easy_setopt(c, CURLOPT_HEADERDATA, &t);
+    curl_->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_->easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    const CURLcode rc = curl_->easy_perform(c);
     ++stats_.requests;
     stats_.bytes += t.received;
     const Response& resp = t.response;
     const std::string host = host_of(url);
     if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && t.stopped)) {
-      const std::string detail = errors[0] != '\0' ? std::string(errors) : curl_easy_strerror(rc);
+      const std::string detail = errors[0] != '\0' ? std::string(errors) : curl_->easy_strerror(rc);
       reset_ = retryable(rc);
       if (rc == CURLE_OPERATION_TIMEDOUT) {
         return network_error(fmt::format("no answer from {} within {} s (--timeout)", host, timeout));
@@ -404,7 +441,7 @@ class HeaderReader {
     if (!resp.commit.empty()) stats_.commit = resp.commit;
     if (resp.status >= 300 && resp.status < 400) {
       char* location = nullptr;
-      curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &location);
+      curl_->easy_getinfo(c, CURLINFO_REDIRECT_URL, &location);
       if (location == nullptr) return http_error(fmt::format("HTTP {} from {} without a Location", resp.status, host));
       if (!final_url_.empty()) {
         return http_error(fmt::format("{} redirected again (to {}): at most one redirect is followed", host,
@@ -482,7 +519,8 @@ class HeaderReader {
   const RemoteOptions& options_;
   RemoteStats& stats_;
   std::string token_, token_authority_;
-  std::unique_ptr<CURL, CurlDeleter> curl_;
+  const CurlApi* curl_ = nullptr;
+  std::unique_ptr<CURL, CurlDeleter> handle_;
   std::shared_ptr<std::vector<std::byte>> prefix_;
   std::optional<uint64_t> file_size_;
   std::string etag_, linked_etag_, content_type_;
