@@ -85,16 +85,12 @@ Expected<std::optional<struct stat>> check_output(const std::filesystem::path& t
 // The mark of a ggufkit temporary file (an extended attribute): a file without it is not ours.
 constexpr const char* kTempMark = "user.ggufkit.temp";
 
-// Whether the temporary file open on `fd` is provably one ggufkit made: it bears the mark, or, on a
-// file system without extended attributes, it starts as every file ggufkit writes does (a GGUF or a
-// NumPy header).
+// Whether the temporary file open on `fd` is provably one ggufkit made: it bears the mark. On a
+// file system without extended attributes nothing is proof (a user's copy of a GGUF file may have
+// a temporary's name), so nothing there is removed: a dead writer's temporary stays.
 bool is_ours(int fd) {
   char mark[8];
-  if (::fgetxattr(fd, kTempMark, mark, sizeof mark) >= 0) return true;
-  if (errno != ENOTSUP) return false;  // no mark on a file system that has them
-  char head[6] = {};
-  const ssize_t n = ::pread(fd, head, sizeof head, 0);
-  return (n >= 4 && std::memcmp(head, "GGUF", 4) == 0) || (n == 6 && std::memcmp(head, "\x93NUMPY", 6) == 0);
+  return ::fgetxattr(fd, kTempMark, mark, sizeof mark) >= 0;
 }
 
 // Removes the temporary files of earlier writers of `target` that died (SIGKILL, a power cut):
