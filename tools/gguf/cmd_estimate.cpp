@@ -253,18 +253,6 @@ int run_estimate(const EstimateArgs& args) {
       continue;
     }
     std::optional<ggufkit::MemoryEstimate> e;
-    if (args.presets) {
-      auto one = ggufkit::estimate_memory(*model, options);
-      if (!one) {
-        report_error(path, one.error());
-        status = kUsageOrIoError;
-        continue;
-      }
-      if (!first) p->text("");
-      if (!print_presets(*p, path, *model, *one, mem)) status = kUsageOrIoError;
-      first = false;
-      continue;
-    }
     if (args.max_ctx) {
       auto best = ggufkit::estimate_max_context(*model, options, *mem);
       if (!best) {
@@ -291,9 +279,13 @@ int run_estimate(const EstimateArgs& args) {
       }
       e = std::move(*one);
     }
-    if (!first) p->text("");
-    print_estimate(*p, path, *e, mem);
+    if (!first) p->text("");  // a blank line between files
     first = false;
+    if (args.presets) {
+      if (!print_presets(*p, path, *model, *e, mem)) status = kUsageOrIoError;
+      continue;
+    }
+    print_estimate(*p, path, *e, mem);
   }
   p->end_array();
   const int written = write_result(out);
